@@ -1,0 +1,425 @@
+/*
+ * pinpool.h -- a lock-free, NUMA-aware pool of data for multithreaded task
+ * schedulers.  This is pinpool's only public header.
+ *
+ * A scheduler puts each piece of data (a matrix tile, a buffer, a GPU array)
+ * into the pool and gets a 64-bit ref back.  A task *pins* its inputs before
+ * it runs and *unpins* them after.  Because pins make lifetimes explicit, the
+ * pool acts the moment data stops being used: when the last owner is gone
+ * and the last pin is dropped, the entry is queued for the reclaimer thread
+ * of its home NUMA node, which calls the type's free function after an epoch
+ * grace period.
+ *
+ * ---------------------------------------------------------------------------
+ * Lifetimes
+ * ---------------------------------------------------------------------------
+ *  - pp_put() creates an entry with ONE OWNER and no pins.  pp_retain() adds
+ *    an owner, pp_release() drops one.  When the last owner is released the
+ *    entry is DEAD: new pins, retains and gets fail with PP_ESTALE, and as
+ *    soon as it holds no pins it is queued for reclamation.
+ *  - pp_pin() guarantees that the entry's data pointer stays valid and
+ *    unmoved until the matching pp_unpin().  Pins nest and may be taken on
+ *    one thread and dropped on another.  A pinned entry is never freed.
+ *  - pp_get() is escaped access: it returns the data without a pin and marks
+ *    the entry ESCAPED (never evicted from then on).  The data stays valid as
+ *    long as the caller holds an owner; in addition a thread in QSBR mode
+ *    (see pp_quiescent) may use it until its next pp_quiescent() even if the
+ *    last owner is released concurrently.
+ *  - A ref is a plain value: copying it does not retain.  A ref to an entry
+ *    that has been reclaimed is detected (PP_ESTALE), never dereferenced:
+ *    the slot table is never freed while the pool lives, and every ref
+ *    carries a 32-bit generation that is checked in the same atomic word as
+ *    the count it changes.  A slot whose generation would wrap is retired,
+ *    so a stale ref can never name a later entry.
+ *  - The free function runs exactly once per entry, on the reclaimer thread
+ *    of the entry's home node (or, for entries still owned at
+ *    pp_pool_destroy, on that reclaimer during destroy).  The thread that did
+ *    the final unpin or release never calls it and never waits for it.
+ *
+ * ---------------------------------------------------------------------------
+ * Threads, progress and memory ordering
+ * ---------------------------------------------------------------------------
+ *  Threads need no registration: a thread is registered with a pool on its
+ *  first call (one allocation, once per thread and pool) and unregistered
+ *  when it exits or calls pp_thread_exit().
+ *
+ *  | call                         | progress            | blocks? | may run concurrently with   |
+ *  |------------------------------|---------------------|---------|-----------------------------|
+ *  | pp_pin, pp_unpin, pp_*_many  | lock-free           | never   | every call but destroy      |
+ *  | pp_retain, pp_release        | lock-free           | never   | every call but destroy      |
+ *  | pp_get, pp_stat, pp_prefetch | lock-free           | never   | every call but destroy      |
+ *  | pp_put                       | lock-free           | never   | every call but destroy      |
+ *  | pp_quiescent                 | wait-free           | never   | every call but destroy      |
+ *  | pp_pool_stats                | takes a short lock  | briefly | every call but destroy      |
+ *  | pp_thread_exit               | takes a short lock  | briefly | every call but destroy      |
+ *  | pp_pool_drain                | blocking (polls)    | yes     | every call but destroy      |
+ *  | pp_pool_create               | blocking            | yes     | anything (other pools)      |
+ *  | pp_pool_destroy              | blocking (joins)    | yes     | NOTHING on the same pool    |
+ *
+ *  "Lock-free" calls take no lock, make no system call and allocate nothing
+ *  (except a thread's one-time registration, and with PP_TRACK_PINS, which
+ *  is a debugging mode that allocates and locks).  A final unpin or release
+ *  may wake its node's reclaimer with a futex if, and only if, the reclaimer
+ *  is asleep: at most one system call per reclaimer wake-up, never one per
+ *  final unpin.
+ *
+ *  Memory ordering: pp_pin() acquires and pp_unpin() releases on the entry,
+ *  so everything a thread wrote to the data before pp_unpin() is visible to
+ *  any thread after a later pp_pin() of the same entry, and to the free
+ *  function.  pp_put() releases: a thread that obtained the ref through any
+ *  synchronisation sees the initialised entry.  Unpins and releases happen
+ *  before the free function runs.
+ *
+ * ---------------------------------------------------------------------------
+ * Errors
+ * ---------------------------------------------------------------------------
+ *  Every int-returning call returns 0 on success or a negative PP_E* code.
+ *  A failed call has no effect (except where its documentation says so).
+ *  Misuse of a ref (stale, garbage, unbalanced unpin) is an error code,
+ *  never a crash or a silent corruption.
+ */
+#ifndef PINPOOL_H
+#define PINPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PINPOOL_VERSION_MAJOR 0
+#define PINPOOL_VERSION_MINOR 1
+#define PINPOOL_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define PP_API
+#elif defined(__GNUC__)
+#define PP_API __attribute__((visibility("default")))
+#else
+#define PP_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* X(name, value, message).  Values are stable. */
+#define PP_ERRNO_MAP(X)                                                        \
+    X(EINVAL,     -1, "invalid argument")                                      \
+    X(ESTALE,     -2, "stale, dead or never valid ref")                        \
+    X(ENOTPINNED, -3, "unpin of an entry that holds no pin")                   \
+    X(EOVERFLOW,  -4, "pin or owner count would overflow")                     \
+    X(ENOMEM,     -5, "out of memory, or memory limit reached")                \
+    X(EAGAIN,     -6, "entry not resident (PP_PIN_NOWAIT); a load was started")\
+    X(EIO,        -7, "swap I/O failed; nothing was lost")                     \
+    X(ECORRUPT,   -8, "swap copy failed its checksum")                         \
+    X(ENOTSUP,    -9, "not supported by this build or this pool")              \
+    X(EBUSY,     -10, "entries are still pinned")                              \
+    X(ETOPOLOGY, -11, "topology could not be loaded")
+
+enum {
+#define PP__ERR_ENUM(name, value, msg) PP_##name = (value),
+    PP_ERRNO_MAP(PP__ERR_ENUM)
+#undef PP__ERR_ENUM
+    PP_OK = 0
+};
+
+/* Message for an error code ("unknown error" for other values). Never NULL. */
+PP_API const char *pp_strerror(int err);
+/* Name of an error code, e.g. "PP_ESTALE" ("PP_OK" for 0, "PP_E?" for
+ * unknown values). Never NULL. */
+PP_API const char *pp_err_name(int err);
+
+/* ------------------------------------------------------------------------ */
+/* Types                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pp_pool pp_pool_t;      /* opaque */
+typedef uint64_t pp_ref_t;             /* 0 never names an entry */
+#define PP_REF_NONE ((pp_ref_t)0)
+
+typedef struct pp_writer pp_writer_t;  /* opaque, passed to a type's save */
+typedef struct pp_reader pp_reader_t;  /* opaque, passed to a type's load */
+
+/* How the pool handles one kind of data.  The pool keeps the pointer you
+ * give to pp_put(): a type must stay valid (typically `static const`) until
+ * every entry that uses it has been freed or the pool destroyed. */
+typedef struct pp_type {
+    const char *name;                  /* for reports; may be NULL */
+    /* Frees the data.  NULL: free(data).  Called exactly once per entry, on
+     * its home node's reclaimer thread.  Must not call into the same pool
+     * with a ref of the entry being freed. */
+    void (*free)(void *data, size_t size, void *ctx);
+    /* Swap support (declared now, used once the swap store lands).  Both
+     * NULL: the bytes [data, data+size) are written, and read back into
+     * memory from malloc(). */
+    int (*save)(const void *data, size_t size, pp_writer_t *w, void *ctx);
+    int (*load)(void **data, size_t size, pp_reader_t *r, void *ctx);
+    void *ctx;                         /* passed to free, save and load */
+    unsigned flags;                    /* PP_TYPE_* */
+} pp_type_t;
+
+#define PP_TYPE_NOSWAP 0x1u            /* never write this type to swap */
+
+/* Pool options.  Always start from PP_OPTIONS_INIT: fields may be added at
+ * the end in later versions, and the macro gives them their defaults. */
+typedef struct pp_options {
+    /* Resident bytes the pool may hold; 0: no limit.  Without swap (this
+     * build) the limit is a hard cap: pp_put returns PP_ENOMEM rather than
+     * pass it. */
+    size_t mem_limit;
+    /* Directory under which the private swap directory is made; NULL: no
+     * swap.  Not yet supported: pp_pool_create returns PP_ENOTSUP. */
+    const char *swap_dir;
+    uint64_t swap_limit;               /* bytes on disk; 0: no limit */
+    /* NULL: this machine's topology.  Otherwise an hwloc synthetic
+     * description such as "pack:2 numa:2 core:2 pu:1", or the path of an
+     * hwloc XML file (a string containing '/' or ending in ".xml").  A
+     * topology that is not this machine's gives the same node domains,
+     * reclaimers and tables, without CPU or memory binding. */
+    const char *topology;
+    unsigned flags;                    /* PP_TRACK_PINS */
+    /* Where leak and misuse reports go, one line per call without a
+     * trailing newline; NULL: standard error.  Called from the reporting
+     * thread; must not call into the pool. */
+    void (*report)(const char *line, void *ctx);
+    void *report_ctx;
+} pp_options_t;
+
+#define PP_OPTIONS_INIT { 0, NULL, 0, NULL, 0u, NULL, NULL }
+
+/* Pool flags (pp_options_t.flags). */
+#define PP_TRACK_PINS 0x1u   /* remember thread and call site of each pin;
+                                also enabled by env PINPOOL_TRACK_PINS=1 */
+
+/* pp_put flags: choose the home node (0 <= n < number of nodes). */
+#define PP_ON_NODE(n) (0x100u | (((unsigned)(n) & 0xffu) << 16))
+
+/* pp_pin flags. */
+#define PP_PIN_WRITE  0x1u   /* the task will write: marks the entry dirty */
+#define PP_PIN_NOWAIT 0x2u   /* PP_EAGAIN instead of waiting for a load */
+
+#define PP_MAX_NODES   64u          /* node domains per pool */
+#define PP_MAX_PINS    0xFFFFFu     /* pins held at once on one entry */
+#define PP_MAX_OWNERS  0xFFFFFFFFu  /* owners of one entry */
+
+/* ------------------------------------------------------------------------ */
+/* Pool                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Creates a pool: loads the topology, makes one node domain per NUMA node
+ * (tables, reclaim queue, reclaimer thread bound to the node's CPUs where
+ * binding is possible).  opt may be NULL for the defaults.
+ * Errors: PP_EINVAL (NULL out, unknown flags), PP_ETOPOLOGY (topology string
+ * or file not loadable), PP_ENOTSUP (swap_dir set: swap is not built yet;
+ * more than PP_MAX_NODES nodes), PP_ENOMEM.  Blocking. */
+PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
+
+/* Destroys a pool.  If any entry is still pinned, reports each pinned entry
+ * (with thread and call site under PP_TRACK_PINS), returns PP_EBUSY and
+ * leaves the pool intact and usable.  Otherwise stops the reclaimers after
+ * each has freed, exactly once, every entry of its node still alive or
+ * queued (entries still owned are reported as leaked owners), removes
+ * everything and returns 0.  No other call on this pool may run
+ * concurrently, and data obtained through pp_get() is invalid afterwards.
+ * pool == NULL: PP_EINVAL. */
+PP_API int pp_pool_destroy(pp_pool_t *pool);
+
+/* ------------------------------------------------------------------------ */
+/* Owners                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Puts data in the pool and writes its ref to *out.  The pool takes
+ * ownership of data (it will be freed with type->free) only on success; on
+ * failure the caller still owns it.  The entry has one owner, no pins, and
+ * lives on the calling thread's node unless flags carry PP_ON_NODE(n).
+ * type may be NULL (flat buffer released with free()).  size may be 0.
+ * Errors: PP_EINVAL (NULL pool, data or out; unknown flags; node out of
+ * range; size > PTRDIFF_MAX), PP_ENOMEM (memory limit or table full).
+ * Lock-free, never blocks. */
+PP_API int pp_put(pp_pool_t *pool, void *data, size_t size,
+                  const pp_type_t *type, unsigned flags, pp_ref_t *out);
+
+/* Adds an owner.  Errors: PP_ESTALE (dead or invalid ref), PP_EOVERFLOW.
+ * Lock-free, never blocks. */
+PP_API int pp_retain(pp_pool_t *pool, pp_ref_t ref);
+
+/* Drops an owner.  The last release makes the entry dead, and queues it for
+ * its reclaimer if it holds no pins (otherwise the last unpin does).
+ * Errors: PP_ESTALE (dead or invalid ref: a release past zero).
+ * Lock-free, never blocks. */
+PP_API int pp_release(pp_pool_t *pool, pp_ref_t ref);
+
+/* ------------------------------------------------------------------------ */
+/* Pins                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Pins an entry and writes its data pointer to *data (data may be NULL).
+ * The pointer stays valid and unmoved until the matching pp_unpin().
+ * PP_PIN_WRITE marks the entry dirty.  Acquire: sees every write made
+ * before the last pp_unpin of the entry.
+ * Errors: PP_ESTALE (dead, reclaimed or invalid ref), PP_EOVERFLOW
+ * (PP_MAX_PINS pins held), PP_EINVAL (unknown flags), PP_EAGAIN (with
+ * PP_PIN_NOWAIT, entry not resident; cannot happen until swap lands).
+ * Lock-free, no system call, no allocation. */
+PP_API int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data);
+
+/* Drops one pin.  Release: publishes the caller's writes to the data.  The
+ * last unpin of a dead entry queues it for its reclaimer and returns at once.
+ * Errors: PP_ENOTPINNED (the entry holds no pin), PP_ESTALE (invalid or
+ * reclaimed ref).  Lock-free, no system call, no allocation. */
+PP_API int pp_unpin(pp_pool_t *pool, pp_ref_t ref);
+
+/* Pins n refs, all or none: on failure every pin taken by this call is
+ * dropped again and the first error is returned.  data may be NULL, or an
+ * array of n pointers.  A ref may appear several times (it is pinned that
+ * many times).  n == 0 succeeds.  Same guarantees as pp_pin. */
+PP_API int pp_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                       unsigned flags, void **data);
+
+/* Unpins n refs.  First checks that every ref holds at least as many pins as
+ * it appears in refs; if not, returns that ref's error (PP_ENOTPINNED or
+ * PP_ESTALE) and unpins nothing.  Lock-free. */
+PP_API int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n);
+
+/* Starts loading a swapped entry and never blocks.  Entries are always
+ * resident in this build: returns 0 for a live entry, PP_ESTALE otherwise. */
+PP_API int pp_prefetch(pp_pool_t *pool, pp_ref_t ref);
+
+/* Escaped access: writes the data pointer to *data without taking a pin and
+ * marks the entry escaped (it will never be evicted).  See "Lifetimes" for
+ * how long the pointer is valid.  Errors: PP_ESTALE, PP_EINVAL (data NULL).
+ * Lock-free, never blocks. */
+PP_API int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data);
+
+/* Call-site variants: the same calls, recording file and line for the pin
+ * leak report (PP_TRACK_PINS).  The macros below route pp_pin and
+ * pp_pin_many through them; define PP_NO_CALLSITE before including this
+ * header to call the plain functions. */
+PP_API int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                      void **data, const char *file, int line);
+PP_API int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                           unsigned flags, void **data,
+                           const char *file, int line);
+#ifndef PP_NO_CALLSITE
+#define pp_pin(pool, ref, flags, data) \
+    pp_pin_loc((pool), (ref), (flags), (data), __FILE__, __LINE__)
+#define pp_pin_many(pool, refs, n, flags, data) \
+    pp_pin_many_loc((pool), (refs), (n), (flags), (data), __FILE__, __LINE__)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Threads and epochs                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Declares that the calling thread holds no pointer obtained through
+ * pp_get() without an owner or a pin.  The first call puts the thread in
+ * QSBR mode: from then on the epoch section it enters on its next pool call
+ * lasts until its next pp_quiescent(), so pointers from pp_get() stay valid
+ * in between even if the last owner is released concurrently.  A QSBR
+ * thread that stops calling pp_quiescent holds reclamation back: call it
+ * between tasks and before blocking.  Wait-free, never blocks. */
+PP_API void pp_quiescent(pp_pool_t *pool);
+
+/* Unregisters the calling thread now (it is also done at thread exit).  Its
+ * epoch record is released, its cached free slots returned.  Under
+ * PP_TRACK_PINS, pins taken by this thread and not yet dropped are reported
+ * (they may legitimately be dropped by another thread later) and the call
+ * returns PP_EBUSY; otherwise 0.  A later call on the pool re-registers. */
+PP_API int pp_thread_exit(pp_pool_t *pool);
+
+/* Waits until every entry queued for reclamation before the call has been
+ * freed (all nodes), or until timeout_ms milliseconds have passed (a
+ * negative timeout waits without limit).  The calling thread's epoch
+ * section is ended first, as by pp_quiescent(), so a QSBR caller cannot
+ * wait on itself; another QSBR thread that does not quiesce makes it wait.
+ * Returns 0, or PP_EBUSY on timeout.  Blocking (polls with short sleeps). */
+PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
+
+/* ------------------------------------------------------------------------ */
+/* Swap stream (used inside a type's save/load)                              */
+/* ------------------------------------------------------------------------ */
+
+/* Not built yet: both return PP_ENOTSUP (they are never called by the pool
+ * until the swap store lands). */
+PP_API int pp_write(pp_writer_t *w, const void *buf, size_t n);
+PP_API int pp_read(pp_reader_t *r, void *buf, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Introspection                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* pp_entry_info_t.state bits */
+#define PP_STATE_RESIDENT 0x01u  /* data is in memory */
+#define PP_STATE_SWAPPED  0x02u  /* a valid swap copy exists */
+#define PP_STATE_ESCAPED  0x04u  /* pp_get() was called: never evicted */
+#define PP_STATE_DIRTY    0x08u  /* pinned for write since last save */
+#define PP_STATE_DEAD     0x10u  /* last owner released */
+#define PP_STATE_QUEUED   0x20u  /* dead, unpinned, waiting for its reclaimer */
+
+typedef struct pp_entry_info {
+    size_t size;
+    uint32_t pins;
+    uint32_t owners;
+    unsigned state;              /* PP_STATE_* */
+    unsigned node;               /* home node */
+    const pp_type_t *type;       /* as given to pp_put (may be NULL) */
+} pp_entry_info_t;
+
+/* A snapshot of one entry.  Works until the entry's slot is recycled, so a
+ * dead entry still pinned or waiting for its reclaimer is described (with
+ * PP_STATE_DEAD).  Errors: PP_ESTALE, PP_EINVAL (out NULL).  Lock-free. */
+PP_API int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out);
+
+#define PP_LAG_BUCKETS 64
+
+typedef struct pp_node_stats {
+    uint64_t entries;            /* put and not yet freed */
+    uint64_t resident_bytes;     /* bytes of those entries in memory */
+    uint64_t swapped_bytes;      /* bytes on disk (0 until swap lands) */
+    uint64_t puts, retains, releases, gets;
+    uint64_t pins, unpins;       /* counted on the entry's home node */
+    uint64_t evictions_written;  /* 0 until swap lands */
+    uint64_t evictions_clean;
+    uint64_t loads;
+    uint64_t io_errors;
+    uint64_t queued;             /* entries pushed to the reclaim queue */
+    uint64_t frees;              /* free functions called */
+    uint64_t reclaim_queue_depth;/* queued and not yet freed */
+    uint64_t grace_polls;        /* epoch polls made by the reclaimer */
+    uint64_t slots;              /* table slots allocated on the node */
+    /* Reclaim lag: time from the final unpin/release to the free call. */
+    uint64_t lag_count, lag_total_ns, lag_max_ns;
+    uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets
+                                         per power of two (upper bounds) */
+    int reclaimer_tid;           /* OS thread id of the node's reclaimer */
+    int cpu_bound;               /* reclaimer bound to the node's CPUs */
+    int mem_bound;               /* table memory bound to the node */
+} pp_node_stats_t;
+
+typedef struct pp_stats {
+    unsigned nodes;              /* number of node domains */
+    unsigned threads;            /* threads registered now */
+    int topology_is_this_system; /* 0 for synthetic or XML topologies */
+    size_t mem_limit;
+    pp_node_stats_t total;       /* sums (tid/bound fields: 0) */
+    pp_node_stats_t node[PP_MAX_NODES];
+} pp_stats_t;
+
+/* Totals and per-node figures.  Counters are exact once every thread has
+ * returned from its calls (and, for frees, once the reclaimers are idle);
+ * while calls run they are a consistent-enough snapshot.  Takes the pool's
+ * registry lock briefly.  Errors: PP_EINVAL. */
+PP_API int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out);
+
+/* Ref decoding, for reports and tests. */
+static inline unsigned pp_ref_node(pp_ref_t ref) { return (unsigned)(ref >> 58); }
+static inline uint32_t pp_ref_slot(pp_ref_t ref) { return (uint32_t)(ref >> 32) & 0x3FFFFFFu; }
+static inline uint32_t pp_ref_gen(pp_ref_t ref)  { return (uint32_t)ref; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PINPOOL_H */

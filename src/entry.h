@@ -1,0 +1,112 @@
+/*
+ * entry.h -- one entry of the pool, its two state words, and their legal
+ * transitions.  Everything that changes an entry's state goes through the
+ * transitions drawn here (owner.c, pin.c, reclaim.c).
+ */
+#ifndef PP_ENTRY_H
+#define PP_ENTRY_H
+
+#include <ck_epoch.h>
+#include <ck_stack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atomics.h"
+#include "pinpool.h"
+
+/*
+ * The pins word `pw` (64 bits):
+ *
+ *    63                 32 31           20 19                 0
+ *   +---------------------+---------------+--------------------+
+ *   |     generation      |     flags     |        pins        |
+ *   +---------------------+---------------+--------------------+
+ *
+ * The owners word `ow` (64 bits):
+ *
+ *    63                 32 31                                 0
+ *   +---------------------+-----------------------------------+
+ *   |     generation      |              owners               |
+ *   +---------------------+-----------------------------------+
+ *
+ * Each word carries the generation of the entry the slot holds, so every
+ * change is validated against the caller's ref in the same compare-and-swap
+ * that makes it: a pin can never land on a recycled slot, whatever the
+ * timing, and needs no epoch section.  Generation 0 is never used by an
+ * entry (a zeroed slot never matches a ref), and a slot whose generation
+ * would wrap is retired instead of reused, so no ref is ever reissued.
+ *
+ * Transitions of `pw` (gen g; pins p):
+ *
+ *   from                      | event            | to                              | by, order
+ *   --------------------------|------------------|---------------------------------|-------------------------------
+ *   FREE (g, no flags)        | put              | LIVE|RESIDENT (g+1), p = 0      | putter, store-release
+ *   LIVE, !DEAD, p < MAX      | pin              | p + 1 (| DIRTY with WRITE)      | any thread, CAS-acquire
+ *   LIVE, p > 0               | unpin            | p - 1                           | any thread, CAS-acq_rel
+ *   LIVE|DEAD, p = 1          | unpin            | p = 0, | QUEUED  -> push       | final unpinner, CAS-acq_rel
+ *   LIVE, !DEAD, owners -> 0  | last release     | | DEAD (| QUEUED if p = 0)     | last releaser, CAS-acq_rel
+ *   LIVE, !DEAD               | get              | | ESCAPED                      | any thread, CAS-acquire
+ *   LIVE|DEAD|QUEUED, p = 0   | reclaim          | FREE (g), or retired if g = max | home reclaimer, store-release
+ *
+ * Transitions of `ow`: put stores (g+1, 1); retain (g, o >= 1) -> o + 1;
+ * release (g, o >= 1) -> o - 1.  An entry whose owners reached 0 is dead
+ * and `ow` never changes again until the slot is reused.
+ *
+ * Invariants (checked by pp__pool_is_valid):
+ *  - QUEUED implies DEAD, LIVE and p = 0; DEAD implies owners = 0.
+ *  - A pinned entry (p > 0) is LIVE and RESIDENT; it is never freed.
+ *  - Exactly one thread makes the transition to QUEUED, so exactly one push
+ *    and exactly one free happen per entry.
+ *  - A FREE slot is never referenced by a queue; a QUEUED slot is in exactly
+ *    one reclaim queue or in its reclaimer's epoch-pending list.
+ */
+#define PP__PINS_MASK   ((uint64_t)PP_MAX_PINS)         /* bits 0..19 */
+#define PP__F_LIVE      ((uint64_t)1 << 20)  /* the slot holds an entry */
+#define PP__F_RESIDENT  ((uint64_t)1 << 21)  /* data in memory */
+#define PP__F_DEAD      ((uint64_t)1 << 22)  /* last owner released */
+#define PP__F_QUEUED    ((uint64_t)1 << 23)  /* pushed for reclamation */
+#define PP__F_ESCAPED   ((uint64_t)1 << 24)  /* pp_get was called */
+#define PP__F_DIRTY     ((uint64_t)1 << 25)  /* pinned for write */
+#define PP__GEN_SHIFT   32
+#define PP__OWNERS_MASK ((uint64_t)0xFFFFFFFFu)
+
+static inline uint32_t pp__word_gen(uint64_t w) { return (uint32_t)(w >> PP__GEN_SHIFT); }
+static inline uint32_t pp__pw_pins(uint64_t pw) { return (uint32_t)(pw & PP__PINS_MASK); }
+static inline uint32_t pp__ow_owners(uint64_t ow) { return (uint32_t)(ow & PP__OWNERS_MASK); }
+
+/*
+ * One entry: exactly one cache line, so cold entries cost 64 bytes of
+ * metadata and two entries never share a line.
+ *
+ * data, size and type are written by the putter before its store-release
+ * of `pw` and never change while the entry lives; readers load them after
+ * an acquire of `pw` that validated the generation, while holding a pin, an
+ * owner or an epoch section (which keeps the slot from being recycled).
+ */
+typedef struct pp__entry {
+    _Atomic uint64_t pw;                 /* pins word, see above */
+    _Atomic uint64_t ow;                 /* owners word, see above */
+    void *data;
+    size_t size;
+    const pp_type_t *type;
+    union {
+        ck_stack_entry_t link;           /* reclaim queue / free-slot stack / magazine */
+        ck_epoch_entry_t epoch;          /* while waiting for a grace period */
+    } q;
+    uint32_t slot;                       /* index in its node's table */
+    uint32_t queued_us;                  /* when it was queued (CLOCK_MONOTONIC, µs, mod 2^32) */
+} __attribute__((aligned(64))) pp__entry_t;
+
+_Static_assert(sizeof(pp__entry_t) == 64, "an entry is one cache line");
+
+static inline pp__entry_t *pp__entry_of_link(ck_stack_entry_t *s)
+{
+    return (pp__entry_t *)(void *)((char *)s - offsetof(pp__entry_t, q.link));
+}
+
+static inline pp__entry_t *pp__entry_of_epoch(ck_epoch_entry_t *s)
+{
+    return (pp__entry_t *)(void *)((char *)s - offsetof(pp__entry_t, q.epoch));
+}
+
+#endif /* PP_ENTRY_H */

@@ -1,0 +1,297 @@
+/*
+ * internal.h -- pinpool's internal structures and the small API between its
+ * parts.  One part per source file:
+ *
+ *   error.c     error names and messages, internal aborts (pp__die)
+ *   topology.c  hwloc: node domains, CPU->node map, binding, node memory
+ *   table.c     segmented slot tables, refs, lookup, slot allocation
+ *   owner.c     put, retain, release
+ *   pin.c       pin, unpin, pin_many, unpin_many, get, prefetch
+ *   epoch.c     thread registry, ck_epoch records, sections, QSBR, TLS
+ *   reclaim.c   reclaim queues, reclaimer threads, grace periods, free
+ *   stats.c     pp_stat, pp_pool_stats, lag histograms
+ *   track.c     pin-leak tracking and reports
+ *   pool.c      create, destroy, drain, validation
+ *   swap.c      swap stream (not built yet)
+ *
+ * Nothing here is exported (the library is built with hidden visibility);
+ * tests link the static library and may call pp__* functions.
+ */
+#ifndef PP_INTERNAL_H
+#define PP_INTERNAL_H
+
+#include <ck_ec.h>
+#include <ck_epoch.h>
+#include <ck_stack.h>
+#include <hwloc.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atomics.h"
+#include "entry.h"
+#include "pinpool.h"
+
+#ifndef PINPOOL_DEBUG
+#define PINPOOL_DEBUG 0
+#endif
+
+/* Debug checks are compiled in every build and removed as dead code when
+ * off (jemalloc's config_debug).  Tiers: PP__CHECK is always on (cheap,
+ * guards internal invariants whose violation would corrupt memory);
+ * PP__ASSERT only in debug builds; pp__pool_is_valid() walks everything. */
+static const bool pp__config_debug = PINPOOL_DEBUG != 0;
+
+_Noreturn void pp__die(const char *file, int line, const char *what);
+#define PP__CHECK(cond)                                                        \
+    do { if (__builtin_expect(!(cond), 0)) pp__die(__FILE__, __LINE__, #cond); } while (0)
+#define PP__ASSERT(cond)                                                       \
+    do { if (pp__config_debug && !(cond)) pp__die(__FILE__, __LINE__, #cond); } while (0)
+
+#define PP__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PP__CACHELINE   64
+
+/* ------------------------------------------------------------------------ */
+/* Refs and tables                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* ref = node:6 | slot:26 | gen:32 (see pp_ref_node/slot/gen in pinpool.h) */
+#define PP__SLOT_BITS   26u
+#define PP__MAX_SLOTS   ((uint32_t)1 << PP__SLOT_BITS)
+#define PP__SEG_SHIFT   13u                               /* 8192 entries, 512 KiB */
+#define PP__SEG_SLOTS   ((uint32_t)1 << PP__SEG_SHIFT)
+#define PP__SEG_MAX     (PP__MAX_SLOTS >> PP__SEG_SHIFT)  /* 8192 segments */
+#define PP__SEG_BYTES   ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
+#define PP__SLOT_CHUNK  64u                               /* slots taken at once from the bump index */
+
+static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)
+{
+    return ((pp_ref_t)node << 58) | ((pp_ref_t)slot << 32) | gen;
+}
+
+/* Per thread and node counters.  Single writer (the thread), read by stats. */
+typedef struct pp__tcount {
+    _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
+    _Atomic uint64_t put_bytes;
+} pp__tcount_t;
+
+/* A thread's private cache of free slots of one node. */
+typedef struct pp__magazine {
+    ck_stack_entry_t *head;
+} pp__magazine_t;
+
+/*
+ * A thread's registration with one pool.  The ck_epoch record comes first
+ * so the record ck_epoch_recycle() hands back converts to its thread.
+ * Records are never freed before the pool: a thread that exits leaves its
+ * record (and its counters) for the next thread to recycle.
+ */
+typedef struct pp__thread {
+    ck_epoch_record_t rec;               /* cache-line aligned by ck */
+    pp_pool_t *pool;
+    struct pp__thread *next;             /* pool's list, under reg_lock */
+    pp__tcount_t *count;                 /* [nnodes] */
+    pp__magazine_t *mag;                 /* [nnodes] */
+    unsigned node;                       /* home node for synthetic topologies */
+    unsigned index;                      /* registration number, for reports */
+    _Atomic int tid;                     /* OS thread id of the current user */
+    bool in_use;                         /* under reg_lock */
+    bool is_reclaimer;
+    /* Owner-thread only: */
+    bool qsbr;                           /* pp_quiescent was called */
+    bool in_section;                     /* inside a ck_epoch section */
+} pp__thread_t;
+
+/* ------------------------------------------------------------------------ */
+/* Node domains                                                              */
+/* ------------------------------------------------------------------------ */
+
+#define PP__LAG_BUCKETS 128
+
+typedef struct pp__node {
+    /* Read-mostly. */
+    pp_pool_t *pool;
+    unsigned index;
+    hwloc_cpuset_t cpuset;               /* the node's CPUs */
+    hwloc_nodeset_t nodeset;             /* the node itself */
+    pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
+    bool mem_bound;                      /* dir/segments bound to the node */
+
+    /* Producers (final unpins and releases, any thread). */
+    ck_stack_t reclaim_q __attribute__((aligned(PP__CACHELINE)));
+    struct ck_ec32 wake __attribute__((aligned(PP__CACHELINE)));
+
+    /* Putters. */
+    _Atomic uint32_t next_slot __attribute__((aligned(PP__CACHELINE)));
+    _Atomic uint64_t resident_bytes;     /* put minus freed */
+
+    /* Reclaimer -> putters. */
+    ck_stack_t free_slots __attribute__((aligned(PP__CACHELINE)));
+
+    /* Reclaimer only writes these (stats read them). */
+    _Atomic uint64_t frees __attribute__((aligned(PP__CACHELINE)));
+    _Atomic uint64_t freed_bytes;
+    _Atomic uint64_t grace_polls;
+    _Atomic uint64_t retired_slots;
+    _Atomic uint64_t lag_count, lag_total_ns, lag_max_ns;
+    _Atomic uint64_t lag_hist[PP__LAG_BUCKETS];
+    _Atomic uint64_t leaked_owned;       /* entries freed by destroy's sweep */
+    pp_ref_t leaked_first[4];            /* a few of them, for the report */
+    _Atomic int tid;
+    _Atomic int cpu_bound;
+    _Atomic int stop;
+    pp__thread_t *rt;                    /* the reclaimer's epoch record */
+    pthread_t thread;
+    bool started;
+} pp__node_t;
+
+/* ------------------------------------------------------------------------ */
+/* Pool                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pp__pinrec pp__pinrec_t;  /* track.c */
+
+struct pp_pool {
+    uint64_t serial;                     /* unique per pool instance */
+    unsigned nnodes;
+    pp__node_t *nodes[PP_MAX_NODES];
+    bool track;
+    size_t mem_limit;
+    _Atomic uint64_t resident;           /* total, for the mem_limit cap */
+    void (*report)(const char *line, void *ctx);
+    void *report_ctx;
+
+    /* Topology (topology.c). */
+    hwloc_topology_t topo;
+    bool thissystem;
+    int ncpus;
+    uint8_t *cpu_node;                   /* [ncpus] OS cpu index -> node */
+
+    /* Epochs and threads (epoch.c). */
+    ck_epoch_t epoch;
+    pthread_mutex_t reg_lock;            /* thread list, recycling */
+    pp__thread_t *threads;
+    unsigned nthreads_ever;
+    _Atomic unsigned next_rr;            /* round-robin node for synthetic topologies */
+    char tsan_token;                     /* TSan: grace-period happens-before token */
+
+    /* Pin tracking (track.c). */
+    pthread_mutex_t track_lock;
+    pp__pinrec_t *track_recs;
+    size_t track_n, track_cap;
+
+    sem_t started;                       /* reclaimers up */
+    struct pp_pool *next_live;           /* global registry, epoch.c */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Part APIs                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* error.c */
+void pp__report(pp_pool_t *pool, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* topology.c -- pre: pool zeroed; post: nnodes >= 1, cpusets filled. */
+int pp__topology_load(pp_pool_t *pool, const char *spec);
+void pp__topology_free(pp_pool_t *pool);
+/* Memory for node n: bound to the node where the OS allows (*bound says),
+ * else ordinary pages.  Zeroed.  NULL on failure. */
+void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound);
+void pp__node_free(pp_pool_t *pool, void *p, size_t len);
+/* Binds the calling thread to node n's CPUs; false where impossible. */
+bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n);
+/* Node of the calling thread (real topology: the CPU it runs on). */
+unsigned pp__current_node(pp_pool_t *pool, pp__thread_t *t);
+
+/* table.c */
+int pp__table_init(pp_pool_t *pool, pp__node_t *node);
+void pp__table_free(pp_pool_t *pool, pp__node_t *node);
+/* Entry named by ref, or NULL if the ref cannot name a slot (the caller
+ * still validates the generation).  Lock-free, no allocation. */
+static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
+{
+    unsigned n = pp_ref_node(ref);
+    uint32_t slot = pp_ref_slot(ref);
+    if (PP__UNLIKELY(n >= pool->nnodes || pp_ref_gen(ref) == 0))
+        return NULL;
+    /* acquire: pairs with the segment's release-install, so the zeroed
+     * segment is seen before any state word in it. */
+    pp__entry_t *seg = pp__atomic_load_acquire(&pool->nodes[n]->dir[slot >> PP__SEG_SHIFT]);
+    if (PP__UNLIKELY(seg == NULL))
+        return NULL;
+    return &seg[slot & (PP__SEG_SLOTS - 1)];
+}
+pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t);
+void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e);
+void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t);
+/* Calls fn on every slot ever handed out on node n (single-threaded use). */
+void pp__table_foreach(pp_pool_t *pool, unsigned n,
+                       void (*fn)(pp_pool_t *, unsigned, pp__entry_t *, void *),
+                       void *arg);
+
+/* epoch.c */
+extern __thread struct pp__tls_node *pp__tls_last
+    __attribute__((tls_model("initial-exec")));
+struct pp__tls_node {
+    uint64_t serial;
+    pp__thread_t *t;
+    struct pp__tls_node *next;
+};
+pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
+/* The calling thread's record for pool, registering it on first use.
+ * NULL only if that one-time registration could not allocate. */
+static inline pp__thread_t *pp__thread_get(pp_pool_t *pool)
+{
+    struct pp__tls_node *n = pp__tls_last;
+    if (PP__LIKELY(n != NULL && n->serial == pool->serial))
+        return n->t;
+    return pp__thread_get_slow(pool);
+}
+int pp__epoch_init(pp_pool_t *pool);
+pp__thread_t *pp__thread_new_reclaimer(pp_pool_t *pool);
+void pp__section_enter(pp__thread_t *t);
+void pp__section_leave(pp__thread_t *t);
+void pp__section_end(pp__thread_t *t);   /* ends it even in QSBR mode */
+void pp__registry_add(pp_pool_t *pool);
+void pp__registry_remove(pp_pool_t *pool);
+void pp__tls_forget(pp_pool_t *pool);
+void pp__threads_free(pp_pool_t *pool);
+unsigned pp__threads_in_use(pp_pool_t *pool);
+
+/* reclaim.c */
+int pp__reclaim_start(pp_pool_t *pool);
+void pp__reclaim_stop(pp_pool_t *pool);
+/* Queues a dead, unpinned entry (the caller made it QUEUED) and returns at
+ * once.  Never blocks; wakes the reclaimer only if it sleeps. */
+void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t);
+uint64_t pp__now_ns(void);
+
+/* track.c */
+int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
+                  const char *file, int line);
+void pp__track_unpin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref);
+size_t pp__track_report_thread(pp_pool_t *pool, pp__thread_t *t);
+size_t pp__track_report_ref(pp_pool_t *pool, pp_ref_t ref);
+void pp__track_free(pp_pool_t *pool);
+
+/* owner.c / pin.c shared helper: the transition to DEAD after the last
+ * release (pushes the entry if it holds no pins). */
+void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                    pp__thread_t *t);
+int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
+
+/* stats.c */
+unsigned pp__lag_bucket(uint64_t ns);
+uint64_t pp__lag_bucket_upper(unsigned b);
+
+/* pool.c */
+bool pp__pool_is_valid(pp_pool_t *pool);
+
+/* Test hooks (used only by tests/). */
+int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners);
+
+#endif /* PP_INTERNAL_H */

@@ -1,0 +1,152 @@
+/*
+ * owner.c -- put, retain, release: the owner side of an entry's lifetime.
+ * The transitions are drawn in entry.h.
+ */
+#include <stdint.h>
+
+#include "internal.h"
+
+#define PP__PUT_FLAGS (PP_ON_NODE(0xff))
+
+/* Reserves size bytes against the memory limit (a hard cap: never passed,
+ * even transiently). */
+static bool pp__mem_reserve(pp_pool_t *pool, size_t size)
+{
+    if (pool->mem_limit == 0)
+        return true;
+    uint64_t cur = pp__atomic_load_relaxed(&pool->resident);
+    do {
+        if (size > pool->mem_limit || cur > pool->mem_limit - size)
+            return false;
+    } while (!pp__atomic_cas_weak_relaxed(&pool->resident, &cur, cur + size));
+    return true;
+}
+
+int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
+           unsigned flags, pp_ref_t *out)
+{
+    if (pool == NULL || data == NULL || out == NULL || size > (size_t)PTRDIFF_MAX ||
+        (flags & ~PP__PUT_FLAGS) != 0)
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    unsigned n;
+    if (flags & PP_ON_NODE(0)) {
+        n = (flags >> 16) & 0xffu;
+        if (n >= pool->nnodes)
+            return PP_EINVAL;
+    } else {
+        n = pp__current_node(pool, t);
+    }
+    if (!pp__mem_reserve(pool, size))
+        return PP_ENOMEM;
+    pp__entry_t *e = pp__slot_alloc(pool, n, t);
+    if (e == NULL) {
+        if (pool->mem_limit != 0)
+            pp__atomic_sub_relaxed(&pool->resident, size);
+        return PP_ENOMEM;
+    }
+
+    /* The slot is ours alone: it came from a magazine. */
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    PP__CHECK(!(pw & PP__F_LIVE) && pp__word_gen(pw) != UINT32_MAX);
+    uint32_t gen = pp__word_gen(pw) + 1;
+    e->data = data;
+    e->size = size;
+    e->type = type;
+    pp__atomic_store_relaxed(&e->ow, ((uint64_t)gen << PP__GEN_SHIFT) | 1u);
+    /* release: data, size, type and ow are visible to any thread whose
+     * acquire of pw sees this generation (pin, get, stat). */
+    pp__atomic_store_release(&e->pw, ((uint64_t)gen << PP__GEN_SHIFT) |
+                                         PP__F_LIVE | PP__F_RESIDENT);
+    pp__atomic_add_relaxed(&pool->nodes[n]->resident_bytes, size);
+    pp__counter_add(&t->count[n].puts, 1);
+    pp__counter_add(&t->count[n].put_bytes, size);
+    *out = pp__ref_make(n, e->slot, gen);
+    return 0;
+}
+
+int pp_retain(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (pool == NULL)
+        return PP_EINVAL;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (e == NULL)
+        return PP_ESTALE;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    uint32_t gen = pp_ref_gen(ref);
+    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+    do {
+        if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
+            return PP_ESTALE;
+        if (pp__ow_owners(ow) == PP_MAX_OWNERS)
+            return PP_EOVERFLOW;
+        /* relaxed: a new owner publishes nothing; the caller already holds
+         * an owner or a pin that keeps the entry alive. */
+    } while (!pp__atomic_cas_weak_relaxed(&e->ow, &ow, ow + 1));
+    pp__counter_add(&t->count[pp_ref_node(ref)].retains, 1);
+    return 0;
+}
+
+void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                    pp__thread_t *t)
+{
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    uint64_t next;
+    do {
+        /* Owners just reached 0 by our CAS: nobody else can kill or
+         * recycle this entry, so the generation must still match. */
+        PP__CHECK(pp__word_gen(pw) == gen && (pw & PP__F_LIVE) && !(pw & PP__F_DEAD));
+        next = pw | PP__F_DEAD;
+        if (pp__pw_pins(pw) == 0)
+            next |= PP__F_QUEUED;
+        /* acq_rel: release hands our writes to the reclaimer (through the
+         * push) or to the final unpinner; acquire takes the unpinners'
+         * writes so the push below carries them on. */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    if (next & PP__F_QUEUED)
+        pp__reclaim_push(pool, n, e, t);
+}
+
+int pp_release(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (pool == NULL)
+        return PP_EINVAL;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (e == NULL)
+        return PP_ESTALE;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    uint32_t gen = pp_ref_gen(ref);
+    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+    do {
+        if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
+            return PP_ESTALE;
+        /* acq_rel: release orders this owner's writes before the death of
+         * the entry; acquire lets the last releaser carry every owner's
+         * writes on to the reclaimer. */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->ow, &ow, ow - 1));
+    unsigned n = pp_ref_node(ref);
+    pp__counter_add(&t->count[n].releases, 1);
+    if (pp__ow_owners(ow) == 1)
+        pp__entry_kill(pool, n, e, gen, t);
+    return 0;
+}
+
+int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners)
+{
+    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
+    if (e == NULL || owners == 0)
+        return PP_EINVAL;
+    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+    do {
+        if (pp__word_gen(ow) != pp_ref_gen(ref) || pp__ow_owners(ow) == 0)
+            return PP_ESTALE;
+    } while (!pp__atomic_cas_weak_relaxed(&e->ow, &ow,
+                                          ((uint64_t)pp_ref_gen(ref) << PP__GEN_SHIFT) | owners));
+    return 0;
+}

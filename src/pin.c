@@ -1,0 +1,228 @@
+/*
+ * pin.c -- the hot path: pin, unpin, their batched forms, escaped access and
+ * prefetch.  Transitions are drawn in entry.h.
+ *
+ * A pin or unpin is: decode the ref, two dependent loads to find the entry
+ * (table.c), one compare-and-swap on its pins word that validates the
+ * generation and changes the count together, and two single-writer counter
+ * increments in the thread's record.  No lock, no system call, no
+ * allocation, no epoch section.
+ */
+#include "internal.h"
+
+#define PP__PIN_FLAGS (PP_PIN_WRITE | PP_PIN_NOWAIT)
+
+static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                  pp__thread_t *t);
+
+/* The pin transition; returns 0 or an error, *data set on success. */
+static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
+                                void **data)
+{
+    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    do {
+        if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
+                         (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
+            return PP_ESTALE;
+        if (PP__UNLIKELY(pp__pw_pins(pw) == PP_MAX_PINS))
+            return PP_EOVERFLOW;
+        /* acquire: pairs with the putter's release and with every earlier
+         * unpin's release, so the data and all writes made to it under
+         * earlier pins are visible to the caller. */
+    } while (!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty));
+    if (data != NULL)
+        *data = e->data;   /* stable: the pin keeps the entry from being freed */
+    return 0;
+}
+
+int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
+               const char *file, int line)
+{
+    if (PP__UNLIKELY(pool == NULL || (flags & ~PP__PIN_FLAGS) != 0))
+        return PP_EINVAL;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (PP__UNLIKELY(e == NULL))
+        return PP_ESTALE;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (PP__UNLIKELY(t == NULL))
+        return PP_ENOMEM;
+    int rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
+    if (PP__UNLIKELY(rc != 0))
+        return rc;
+    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
+    if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0) {
+        (void)pp__unpin_entry(pool, e, ref, t);   /* untracked: undo it untracked */
+        return PP_ENOMEM;
+    }
+    return 0;
+}
+
+#undef pp_pin
+int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
+{
+    return pp_pin_loc(pool, ref, flags, data, NULL, 0);
+}
+
+/* The unpin transition, without argument checks or tracking. */
+static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                  pp__thread_t *t)
+{
+    uint32_t gen = pp_ref_gen(ref);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    uint64_t next;
+    do {
+        if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
+            return PP_ESTALE;
+        if (PP__UNLIKELY(pp__pw_pins(pw) == 0))
+            return PP_ENOTPINNED;
+        next = pw - 1u;
+        if (pp__pw_pins(next) == 0 && (pw & PP__F_DEAD))
+            next |= PP__F_QUEUED;
+        /* acq_rel: release publishes the caller's writes to the data to the
+         * next pinner and to the free function; acquire makes the final
+         * unpinner carry every earlier unpinner's writes on to the
+         * reclaimer (through its push). */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    unsigned n = pp_ref_node(ref);
+    pp__counter_add(&t->count[n].unpins, 1);
+    if (PP__UNLIKELY(next & PP__F_QUEUED))
+        pp__reclaim_push(pool, n, e, t);
+    return 0;
+}
+
+int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
+{
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (PP__UNLIKELY(e == NULL))
+        return PP_ESTALE;
+    int rc = pp__unpin_entry(pool, e, ref, t);
+    if (PP__UNLIKELY(pool->track) && rc == 0)
+        pp__track_unpin(pool, t, ref);
+    return rc;
+}
+
+int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (PP__UNLIKELY(pool == NULL))
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (PP__UNLIKELY(t == NULL))
+        return PP_ENOMEM;
+    return pp__unpin(pool, ref, t);
+}
+
+int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                    unsigned flags, void **data, const char *file, int line)
+{
+    if (pool == NULL || (refs == NULL && n != 0) || (flags & ~PP__PIN_FLAGS) != 0)
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int rc = pp_pin_loc(pool, refs[i], flags, data != NULL ? &data[i] : NULL,
+                            file, line);
+        if (rc != 0) {
+            /* All or none: drop what this call took, newest first. */
+            while (i-- > 0)
+                PP__CHECK(pp__unpin(pool, refs[i], t) == 0);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+#undef pp_pin_many
+int pp_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                unsigned flags, void **data)
+{
+    return pp_pin_many_loc(pool, refs, n, flags, data, NULL, 0);
+}
+
+int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
+{
+    if (pool == NULL || (refs == NULL && n != 0))
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    /* Check first, so a bad ref unpins nothing.  Quadratic in n, without
+     * allocating: n is a task's inputs, a handful. */
+    for (size_t i = 0; i < n; i++) {
+        size_t times = 0;
+        bool first = true;
+        for (size_t j = 0; j < n; j++) {
+            if (refs[j] == refs[i]) {
+                first = first && j >= i;
+                times++;
+            }
+        }
+        if (!first)
+            continue;
+        pp__entry_t *e = pp__lookup(pool, refs[i]);
+        if (e == NULL)
+            return PP_ESTALE;
+        uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+        if (pp__word_gen(pw) != pp_ref_gen(refs[i]) || !(pw & PP__F_LIVE))
+            return PP_ESTALE;
+        if (pp__pw_pins(pw) < times)
+            return PP_ENOTPINNED;
+    }
+    int first_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* Can fail only if another thread unpins our pins concurrently. */
+        int rc = pp__unpin(pool, refs[i], t);
+        if (rc != 0 && first_err == 0)
+            first_err = rc;
+    }
+    return first_err;
+}
+
+int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
+{
+    if (pool == NULL || data == NULL)
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (e == NULL)
+        return PP_ESTALE;
+    uint32_t gen = pp_ref_gen(ref);
+    int rc = 0;
+    /* The section keeps the slot from being recycled between the check of
+     * the state word and the read of e->data. */
+    pp__section_enter(t);
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    for (;;) {
+        if (pp__word_gen(pw) != gen || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE) {
+            rc = PP_ESTALE;
+            break;
+        }
+        if (pw & PP__F_ESCAPED)
+            break;
+        /* acquire: as for a pin, the data and earlier writes are visible. */
+        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_ESCAPED))
+            break;
+    }
+    if (rc == 0) {
+        *data = e->data;
+        pp__counter_add(&t->count[pp_ref_node(ref)].gets, 1);
+    }
+    pp__section_leave(t);
+    return rc;
+}
+
+int pp_prefetch(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (pool == NULL)
+        return PP_EINVAL;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (e == NULL)
+        return PP_ESTALE;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (pp__word_gen(pw) != pp_ref_gen(ref) || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
+        return PP_ESTALE;
+    return 0;   /* always resident until the swap store lands */
+}

@@ -1,0 +1,232 @@
+/*
+ * pool.c -- creating, draining, validating and destroying a pool.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define PP__POOL_FLAGS (PP_TRACK_PINS)
+
+static _Atomic uint64_t pp__next_serial = 1;
+
+static pp__node_t *pp__node_new(pp_pool_t *pool, unsigned n)
+{
+    bool bound;
+    pp__node_t *node = pp__node_alloc(pool, n, sizeof *node, &bound);
+    if (node == NULL)
+        return NULL;
+    node->pool = pool;
+    node->index = n;
+    if (pp__table_init(pool, node) != 0) {
+        pp__node_free(pool, node, sizeof *node);
+        return NULL;
+    }
+    node->mem_bound = node->mem_bound && bound;
+    return node;
+}
+
+/* Frees everything; reclaimers must be stopped (or never started). */
+static void pp__pool_free(pp_pool_t *pool)
+{
+    pp__reclaim_stop(pool);
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        if (node == NULL)
+            continue;
+        pp__table_free(pool, node);
+        pp__node_free(pool, node, sizeof *node);
+        pool->nodes[n] = NULL;
+    }
+    pp__threads_free(pool);
+    pp__track_free(pool);
+    sem_destroy(&pool->started);
+    pp__topology_free(pool);
+    free(pool);
+}
+
+int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
+{
+    static const pp_options_t defaults = PP_OPTIONS_INIT;
+    if (out == NULL)
+        return PP_EINVAL;
+    *out = NULL;
+    if (opt == NULL)
+        opt = &defaults;
+    if ((opt->flags & ~PP__POOL_FLAGS) != 0)
+        return PP_EINVAL;
+    if (opt->swap_dir != NULL)
+        return PP_ENOTSUP;   /* the swap store is not built yet */
+
+    pp_pool_t *pool;
+    if (posix_memalign((void **)&pool, PP__CACHELINE, sizeof *pool) != 0)
+        return PP_ENOMEM;
+    memset(pool, 0, sizeof *pool);
+    pool->serial = pp__atomic_add_relaxed(&pp__next_serial, 1);
+    pool->mem_limit = opt->mem_limit;
+    pool->report = opt->report;
+    pool->report_ctx = opt->report_ctx;
+    const char *env = getenv("PINPOOL_TRACK_PINS");
+    pool->track = (opt->flags & PP_TRACK_PINS) != 0 ||
+                  (env != NULL && strcmp(env, "1") == 0);
+
+    /* Locks and semaphore first, so pp__pool_free can always run. */
+    if (pthread_mutex_init(&pool->track_lock, NULL) != 0) {
+        free(pool);
+        return PP_ENOMEM;
+    }
+    if (pp__epoch_init(pool) != 0) {
+        pthread_mutex_destroy(&pool->track_lock);
+        free(pool);
+        return PP_ENOMEM;
+    }
+    if (sem_init(&pool->started, 0, 0) != 0) {
+        pp__threads_free(pool);
+        pthread_mutex_destroy(&pool->track_lock);
+        free(pool);
+        return PP_ENOMEM;
+    }
+
+    int rc = pp__topology_load(pool, opt->topology);
+    if (rc != 0) {
+        pp__pool_free(pool);
+        return rc;
+    }
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pool->nodes[n] = pp__node_new(pool, n);
+        if (pool->nodes[n] == NULL) {
+            pp__pool_free(pool);
+            return PP_ENOMEM;
+        }
+    }
+    rc = pp__reclaim_start(pool);
+    if (rc != 0) {
+        pp__pool_free(pool);
+        return rc;
+    }
+    pp__registry_add(pool);
+    *out = pool;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+struct pp__pinned_scan {
+    size_t pinned;
+};
+
+static void pp__find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
+{
+    struct pp__pinned_scan *scan = arg;
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    if (!(pw & PP__F_LIVE) || pp__pw_pins(pw) == 0)
+        return;
+    pp_ref_t ref = pp__ref_make(n, e->slot, pp__word_gen(pw));
+    scan->pinned++;
+    if (!pool->track || pp__track_report_ref(pool, ref) == 0)
+        pp__report(pool,
+                   "pinpool: destroy: ref 0x%016" PRIx64 " (node %u slot %" PRIu32
+                   ") still holds %" PRIu32 " pin(s)%s",
+                   ref, n, e->slot, pp__pw_pins(pw),
+                   pool->track ? "" : " (enable PP_TRACK_PINS to see where)");
+}
+
+int pp_pool_destroy(pp_pool_t *pool)
+{
+    if (pool == NULL)
+        return PP_EINVAL;
+
+    /* Refuse while anything is pinned; the pool stays intact. */
+    struct pp__pinned_scan scan = {0};
+    for (unsigned n = 0; n < pool->nnodes; n++)
+        pp__table_foreach(pool, n, pp__find_pinned, &scan);
+    if (scan.pinned != 0) {
+        pp__report(pool, "pinpool: destroy refused: %zu entr%s still pinned",
+                   scan.pinned, scan.pinned == 1 ? "y is" : "ies are");
+        return PP_EBUSY;
+    }
+
+    pp__registry_remove(pool);     /* exiting threads no longer touch it */
+    pp__tls_forget(pool);          /* nor does this one */
+
+    /* Each reclaimer drains its queue and frees what is still owned. */
+    pp__reclaim_stop(pool);
+    uint64_t leaked = 0;
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        uint64_t k = pp__atomic_load_relaxed(&node->leaked_owned);
+        leaked += k;
+        for (uint64_t i = 0; i < k && i < 4; i++)
+            pp__report(pool, "pinpool: destroy: ref 0x%016" PRIx64
+                       " still had owners; freed", node->leaked_first[i]);
+    }
+    if (leaked != 0)
+        pp__report(pool, "pinpool: destroy: %" PRIu64 " entr%s still had owners (leaked owners); freed",
+                   leaked, leaked == 1 ? "y" : "ies");
+    pp__pool_free(pool);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static bool pp__drained(pp_pool_t *pool)
+{
+    pp_stats_t st;
+    pp_pool_stats(pool, &st);
+    return st.total.reclaim_queue_depth == 0;
+}
+
+int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
+{
+    if (pool == NULL)
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t != NULL)
+        pp__section_end(t);
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
+                                       : pp__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    /* Entries queued after this call started only make us wait longer;
+     * every entry queued before it is freed when the depth reaches 0. */
+    struct timespec nap = {0, 50000};
+    while (!pp__drained(pool)) {
+        if (pp__now_ns() >= deadline)
+            return PP_EBUSY;
+        nanosleep(&nap, NULL);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+struct pp__valid_scan {
+    bool ok;
+};
+
+static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
+{
+    (void)pool;
+    (void)n;
+    struct pp__valid_scan *v = arg;
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    uint64_t ow = pp__atomic_load_acquire(&e->ow);
+    bool live = pw & PP__F_LIVE, dead = pw & PP__F_DEAD, queued = pw & PP__F_QUEUED;
+    if (!live && (pw & ~((uint64_t)UINT32_MAX << PP__GEN_SHIFT)) != 0)
+        v->ok = false;                      /* a free slot has no flags, no pins */
+    if (queued && (!dead || pp__pw_pins(pw) != 0))
+        v->ok = false;
+    if (live && pp__word_gen(pw) == pp__word_gen(ow) && dead != (pp__ow_owners(ow) == 0))
+        v->ok = false;                      /* dead exactly when owners reached 0 */
+    if (live && pp__word_gen(pw) == 0)
+        v->ok = false;
+}
+
+bool pp__pool_is_valid(pp_pool_t *pool)
+{
+    struct pp__valid_scan v = {true};
+    for (unsigned n = 0; n < pool->nnodes; n++)
+        pp__table_foreach(pool, n, pp__check_entry, &v);
+    return v.ok;
+}

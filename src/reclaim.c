@@ -1,0 +1,326 @@
+/*
+ * reclaim.c -- per-node reclaim queues and reclaimer threads.
+ *
+ * A final unpin (or the last release of an unpinned entry) pushes the entry
+ * onto its home node's queue -- a ck_stack, multi-producer, lock-free -- and
+ * bumps the node's event count (ck_ec).  The event count makes a system
+ * call only when the reclaimer has declared itself asleep, so a burst of
+ * final unpins costs one futex wake at most, and none while the reclaimer
+ * is busy.
+ *
+ * The reclaimer takes the whole queue with one exchange, hands every entry
+ * to ck_epoch_call on its own epoch record, and polls the epoch.  Callbacks
+ * whose grace period has passed are collected (not run inside libck), then
+ * each entry is freed -- the type's free function, exactly once -- its
+ * bytes and lag accounted, and its slot recycled (or retired when its
+ * generation is exhausted).  While callbacks are pending the reclaimer
+ * waits on the event count with a short deadline that backs off from 20 µs
+ * to 1 ms; with nothing pending it sleeps until woken.
+ *
+ * At destroy (pp__reclaim_stop) each reclaimer drains its queue, dispatches
+ * what is pending without waiting for readers (destroy's contract: no other
+ * call runs), then frees every entry of its node still alive (leaked
+ * owners), so even then free functions run on the home reclaimer.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* ck_ec operations (Linux futexes)                                          */
+/* ------------------------------------------------------------------------ */
+
+static int pp__ec_gettime(const struct ck_ec_ops *ops, struct timespec *out)
+{
+    (void)ops;
+    return clock_gettime(CLOCK_MONOTONIC, out);
+}
+
+static void pp__ec_wait32(const struct ck_ec_wait_state *state, const uint32_t *addr,
+                          uint32_t expected, const struct timespec *deadline)
+{
+    (void)state;
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+    syscall(SYS_futex, addr, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected,
+            deadline, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+static void pp__ec_wait64(const struct ck_ec_wait_state *state, const uint64_t *addr,
+                          uint64_t expected, const struct timespec *deadline)
+{
+    /* Low half, as ck_ec documents for 64-bit counters on little endian. */
+    pp__ec_wait32(state, (const uint32_t *)(const void *)addr, (uint32_t)expected, deadline);
+}
+
+static void pp__ec_wake32(const struct ck_ec_ops *ops, const uint32_t *addr)
+{
+    (void)ops;
+    syscall(SYS_futex, addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+static void pp__ec_wake64(const struct ck_ec_ops *ops, const uint64_t *addr)
+{
+    pp__ec_wake32(ops, (const uint32_t *)(const void *)addr);
+}
+
+static const struct ck_ec_ops pp__ec_ops = {
+    .gettime = pp__ec_gettime,
+    .wait32 = pp__ec_wait32,
+    .wait64 = pp__ec_wait64,
+    .wake32 = pp__ec_wake32,
+    .wake64 = pp__ec_wake64,
+};
+
+/* Many producers (any thread doing a final unpin), one waiter. */
+static const struct ck_ec_mode pp__ec_mode = {
+    .ops = &pp__ec_ops,
+    .single_producer = false,
+};
+
+uint64_t pp__now_ns(void)
+{
+    struct timespec ts;
+    /* vDSO on x86-64 Linux: no system call. */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producers                                                                 */
+/* ------------------------------------------------------------------------ */
+
+void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t)
+{
+    pp__node_t *node = pool->nodes[n];
+    e->queued_us = (uint32_t)(pp__now_ns() / 1000u);
+    pp__counter_add(&t->count[n].queued, 1);
+    /* The push's CAS publishes queued_us and everything this thread (and,
+     * through its acq_rel CAS on pw, every earlier unpinner) did to the
+     * entry to the reclaimer's batch pop.  After it, this thread must not
+     * touch e: the reclaimer may already be freeing it. */
+    ck_stack_push_upmc(&node->reclaim_q, &e->q.link);
+    /* A write barrier and, only if the reclaimer sleeps, a futex wake. */
+    ck_ec32_inc(&node->wake, &pp__ec_mode);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The reclaimer                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Entries whose grace period has passed, collected by the epoch callback
+ * (which only runs on the reclaimer thread, inside ck_epoch_poll or
+ * ck_epoch_reclaim). */
+static __thread ck_stack_t *pp__ready_sink;
+
+static void pp__epoch_cb(ck_epoch_entry_t *ee)
+{
+    pp__entry_t *e = pp__entry_of_epoch(ee);
+    /* q.epoch is dead from here on; reuse q.link for the ready list. */
+    e->q.link.next = pp__ready_sink->head;
+    pp__ready_sink->head = &e->q.link;
+}
+
+static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
+{
+    pp__counter_add(&node->lag_count, 1);
+    pp__counter_add(&node->lag_total_ns, lag_ns);
+    if (lag_ns > pp__atomic_load_relaxed(&node->lag_max_ns))
+        pp__atomic_store_relaxed(&node->lag_max_ns, lag_ns);
+    pp__counter_add(&node->lag_hist[pp__lag_bucket(lag_ns)], 1);
+}
+
+/* Calls the free function and accounts for it; e's pw is not changed. */
+static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+{
+    const pp_type_t *type = e->type;
+    if (type != NULL && type->free != NULL)
+        type->free(e->data, e->size, type->ctx);
+    else
+        free(e->data);
+    pp__atomic_sub_relaxed(&node->resident_bytes, e->size);
+    if (pool->mem_limit != 0)
+        pp__atomic_sub_relaxed(&pool->resident, e->size);
+    pp__counter_add(&node->freed_bytes, e->size);
+    pp__counter_add(&node->frees, 1);
+}
+
+/* Makes the slot FREE (same generation: stale refs keep failing) and gives
+ * it back for reuse, or retires it if its generation is exhausted. */
+static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+{
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    uint32_t gen = pp__word_gen(pw);
+    /* release: the free above and these field resets happen before a later
+     * putter's acquire of the slot via the free-slot stack. */
+    pp__atomic_store_release(&e->pw, (uint64_t)gen << PP__GEN_SHIFT);
+    e->data = NULL;
+    e->type = NULL;
+    e->size = 0;
+    if (gen == UINT32_MAX) {
+        pp__counter_add(&node->retired_slots, 1);   /* never reissue a ref */
+        return;
+    }
+    pp__slot_free(pool, node->index, e);
+}
+
+static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+{
+    /* TSan: every read section that could have seen e ended before now. */
+    PP__TSAN_ACQUIRE(&pool->tsan_token);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    PP__CHECK((pw & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED)) ==
+                  (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
+              pp__pw_pins(pw) == 0);
+    uint32_t now_us = (uint32_t)(pp__now_ns() / 1000u);
+    pp__entry_free_data(pool, node, e);
+    pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
+    pp__slot_recycle(pool, node, e);
+}
+
+static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
+                          unsigned *pending)
+{
+    ck_stack_entry_t *s = ready->head;
+    ready->head = NULL;
+    while (s != NULL) {
+        ck_stack_entry_t *next = s->next;
+        pp__reclaim_entry(pool, node, pp__entry_of_link(s));
+        PP__CHECK(*pending > 0);
+        (*pending)--;
+        s = next;
+    }
+}
+
+/* Destroy's sweep: frees entries still owned (destroy checked none is
+ * pinned, and every queued one has been reclaimed by now). */
+static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
+{
+    (void)arg;
+    pp__node_t *node = pool->nodes[n];
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    if (!(pw & PP__F_LIVE))
+        return;
+    PP__CHECK(!(pw & PP__F_QUEUED) && pp__pw_pins(pw) == 0);
+    uint64_t k = pp__atomic_load_relaxed(&node->leaked_owned);
+    if (k < 4)
+        node->leaked_first[k] = pp__ref_make(n, e->slot, pp__word_gen(pw));
+    pp__counter_add(&node->leaked_owned, 1);
+    pp__entry_free_data(pool, node, e);
+    pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);
+}
+
+static void *pp__reclaimer_main(void *arg)
+{
+    pp__node_t *node = arg;
+    pp_pool_t *pool = node->pool;
+    ck_epoch_record_t *rec = &node->rt->rec;
+    ck_stack_t ready = CK_STACK_INITIALIZER;
+    unsigned pending = 0;
+    uint32_t backoff_ns = 20000;
+
+    pp__atomic_store_relaxed(&node->tid, (int)gettid());
+    pp__atomic_store_relaxed(&node->cpu_bound, pp__bind_thread_to_node(pool, node->index));
+    pp__ready_sink = &ready;
+    sem_post(&pool->started);
+
+    for (;;) {
+        /* Snapshot before looking at the queue: a push after this point
+         * changes the value, so the wait below cannot miss it. */
+        uint32_t seen = ck_ec32_value(&node->wake);
+        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->reclaim_q);
+        for (ck_stack_entry_t *s = batch; s != NULL;) {
+            ck_stack_entry_t *next = s->next;
+            pp__entry_t *e = pp__entry_of_link(s);
+            ck_epoch_call(rec, &e->q.epoch, pp__epoch_cb);
+            pending++;
+            s = next;
+        }
+        if (pending > 0) {
+            ck_epoch_poll(rec);
+            pp__counter_add(&node->grace_polls, 1);
+            pp__run_ready(pool, node, &ready, &pending);
+        }
+        if (batch != NULL) {
+            backoff_ns = 20000;
+            continue;
+        }
+        /* acquire: pairs with the destroyer's release of stop, after which
+         * no other thread calls into the pool. */
+        if (pp__atomic_load_acquire(&node->stop)) {
+            if (pending > 0) {
+                ck_epoch_reclaim(rec);   /* no readers remain: dispatch all */
+                pp__run_ready(pool, node, &ready, &pending);
+            }
+            /* Pushes that happened before stop may have landed after the
+             * pop above: go round again until the queue is empty. */
+            if (CK_STACK_ISEMPTY(&node->reclaim_q))
+                break;
+            continue;
+        }
+        if (pending > 0) {
+            struct timespec deadline;
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_nsec += backoff_ns;
+            if (deadline.tv_nsec >= 1000000000) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000;
+            }
+            ck_ec32_wait(&node->wake, &pp__ec_mode, seen, &deadline);
+            backoff_ns = backoff_ns >= 500000 ? 1000000 : backoff_ns * 2;
+        } else {
+            backoff_ns = 20000;
+            ck_ec32_wait(&node->wake, &pp__ec_mode, seen, NULL);
+        }
+    }
+
+    pp__table_foreach(pool, node->index, pp__sweep_one, NULL);
+    pp__ready_sink = NULL;
+    return NULL;
+}
+
+int pp__reclaim_start(pp_pool_t *pool)
+{
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        ck_stack_init(&node->reclaim_q);
+        ck_ec32_init(&node->wake, 0);
+        node->rt = pp__thread_new_reclaimer(pool);
+        if (node->rt == NULL)
+            return PP_ENOMEM;
+        if (pthread_create(&node->thread, NULL, pp__reclaimer_main, node) != 0)
+            return PP_ENOMEM;
+        node->started = true;
+    }
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        while (sem_wait(&pool->started) != 0 && errno == EINTR)
+            ;
+    }
+    return 0;
+}
+
+void pp__reclaim_stop(pp_pool_t *pool)
+{
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        if (node == NULL || !node->started)
+            continue;
+        /* release: everything the pool's users did happens before the
+         * reclaimer's final drain and sweep. */
+        pp__atomic_store_release(&node->stop, 1);
+        ck_ec32_inc(&node->wake, &pp__ec_mode);
+    }
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        if (node == NULL || !node->started)
+            continue;
+        pthread_join(node->thread, NULL);
+        node->started = false;
+    }
+}

@@ -1,0 +1,173 @@
+/*
+ * stats.c -- pp_stat (one entry) and pp_pool_stats (totals and per node).
+ *
+ * Counters live where they are written without contention: per thread and
+ * node for the operations of users (pp__tcount_t, single writer each), per
+ * node for what its reclaimer does.  pp_pool_stats adds them up under the
+ * registry lock (so no record is added while it walks the list).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Lag histogram: buckets 0..3 hold 0..3 ns exactly; above, 4 buckets per
+ * power of two (precision 25%). */
+unsigned pp__lag_bucket(uint64_t ns)
+{
+    if (ns < 4)
+        return (unsigned)ns;
+    unsigned k = 63u - (unsigned)__builtin_clzll(ns);      /* ns in [2^k, 2^(k+1)), k >= 2 */
+    unsigned sub = (unsigned)(ns >> (k - 2)) & 3u;          /* which quarter of the octave */
+    unsigned b = 4u * (k - 1u) + sub;
+    return b < PP__LAG_BUCKETS ? b : PP__LAG_BUCKETS - 1;
+}
+
+uint64_t pp__lag_bucket_upper(unsigned b)
+{
+    if (b < 4)
+        return b;
+    unsigned k = b / 4u + 1u, sub = b % 4u;
+    if (k >= 62)
+        return UINT64_MAX;
+    return (((uint64_t)4 + sub + 1) << (k - 2)) - 1;
+}
+
+static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q)
+{
+    if (count == 0)
+        return 0;
+    uint64_t rank = (uint64_t)((double)count * q);
+    if (rank >= count)
+        rank = count - 1;
+    uint64_t seen = 0;
+    for (unsigned b = 0; b < PP__LAG_BUCKETS; b++) {
+        seen += hist[b];
+        if (seen > rank)
+            return pp__lag_bucket_upper(b);
+    }
+    return pp__lag_bucket_upper(PP__LAG_BUCKETS - 1);
+}
+
+int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
+{
+    if (pool == NULL || out == NULL)
+        return PP_EINVAL;
+    pp__thread_t *t = pp__thread_get(pool);
+    if (t == NULL)
+        return PP_ENOMEM;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    if (e == NULL)
+        return PP_ESTALE;
+    int rc = 0;
+    /* The section keeps the slot from being recycled while we read it. */
+    pp__section_enter(t);
+    /* acquire: pairs with the putter's release; size and type are set. */
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE)) {
+        rc = PP_ESTALE;
+    } else {
+        uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+        memset(out, 0, sizeof *out);
+        out->size = e->size;
+        out->type = e->type;
+        out->node = pp_ref_node(ref);
+        out->pins = pp__pw_pins(pw);
+        out->owners = pp__word_gen(ow) == pp_ref_gen(ref) ? pp__ow_owners(ow) : 0;
+        out->state = ((pw & PP__F_RESIDENT) ? PP_STATE_RESIDENT : 0) |
+                     ((pw & PP__F_ESCAPED) ? PP_STATE_ESCAPED : 0) |
+                     ((pw & PP__F_DIRTY) ? PP_STATE_DIRTY : 0) |
+                     ((pw & PP__F_DEAD) ? PP_STATE_DEAD : 0) |
+                     ((pw & PP__F_QUEUED) ? PP_STATE_QUEUED : 0);
+    }
+    pp__section_leave(t);
+    return rc;
+}
+
+static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
+{
+    to->entries += from->entries;
+    to->resident_bytes += from->resident_bytes;
+    to->swapped_bytes += from->swapped_bytes;
+    to->puts += from->puts;
+    to->retains += from->retains;
+    to->releases += from->releases;
+    to->gets += from->gets;
+    to->pins += from->pins;
+    to->unpins += from->unpins;
+    to->evictions_written += from->evictions_written;
+    to->evictions_clean += from->evictions_clean;
+    to->loads += from->loads;
+    to->io_errors += from->io_errors;
+    to->queued += from->queued;
+    to->frees += from->frees;
+    to->reclaim_queue_depth += from->reclaim_queue_depth;
+    to->grace_polls += from->grace_polls;
+    to->slots += from->slots;
+    to->lag_count += from->lag_count;
+    to->lag_total_ns += from->lag_total_ns;
+    if (from->lag_max_ns > to->lag_max_ns)
+        to->lag_max_ns = from->lag_max_ns;
+}
+
+int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
+{
+    if (pool == NULL || out == NULL)
+        return PP_EINVAL;
+    memset(out, 0, sizeof *out);
+    out->nodes = pool->nnodes;
+    out->topology_is_this_system = pool->thissystem;
+    out->mem_limit = pool->mem_limit;
+
+    /* Reclaimer-side figures first: a free counted here was queued (and
+     * put) before, so reading it first never shows more frees than puts. */
+    uint64_t total_hist[PP__LAG_BUCKETS] = {0};
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        pp_node_stats_t *s = &out->node[n];
+        uint64_t hist[PP__LAG_BUCKETS];
+        s->frees = pp__atomic_load_relaxed(&node->frees);
+        s->grace_polls = pp__atomic_load_relaxed(&node->grace_polls);
+        s->lag_count = pp__atomic_load_relaxed(&node->lag_count);
+        s->lag_total_ns = pp__atomic_load_relaxed(&node->lag_total_ns);
+        s->lag_max_ns = pp__atomic_load_relaxed(&node->lag_max_ns);
+        for (unsigned b = 0; b < PP__LAG_BUCKETS; b++) {
+            hist[b] = pp__atomic_load_relaxed(&node->lag_hist[b]);
+            total_hist[b] += hist[b];
+        }
+        s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50);
+        s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99);
+        s->resident_bytes = pp__atomic_load_relaxed(&node->resident_bytes);
+        uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
+        s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
+        s->reclaimer_tid = pp__atomic_load_relaxed(&node->tid);
+        s->cpu_bound = pp__atomic_load_relaxed(&node->cpu_bound);
+        s->mem_bound = node->mem_bound;
+    }
+
+    pthread_mutex_lock(&pool->reg_lock);
+    for (pp__thread_t *t = pool->threads; t != NULL; t = t->next) {
+        for (unsigned n = 0; n < pool->nnodes; n++) {
+            pp__tcount_t *c = &t->count[n];
+            pp_node_stats_t *s = &out->node[n];
+            s->puts += pp__atomic_load_relaxed(&c->puts);
+            s->pins += pp__atomic_load_relaxed(&c->pins);
+            s->unpins += pp__atomic_load_relaxed(&c->unpins);
+            s->retains += pp__atomic_load_relaxed(&c->retains);
+            s->releases += pp__atomic_load_relaxed(&c->releases);
+            s->gets += pp__atomic_load_relaxed(&c->gets);
+            s->queued += pp__atomic_load_relaxed(&c->queued);
+        }
+    }
+    out->threads = pp__threads_in_use(pool);
+    pthread_mutex_unlock(&pool->reg_lock);
+
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp_node_stats_t *s = &out->node[n];
+        s->entries = s->puts >= s->frees ? s->puts - s->frees : 0;
+        s->reclaim_queue_depth = s->queued >= s->frees ? s->queued - s->frees : 0;
+        pp__stats_add(&out->total, s);
+    }
+    out->total.lag_p50_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.50);
+    out->total.lag_p99_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.99);
+    return 0;
+}

@@ -1,0 +1,146 @@
+/*
+ * table.c -- each node's table of entry slots.
+ *
+ * A table is a directory of PP__SEG_MAX segment pointers; a segment holds
+ * PP__SEG_SLOTS entries and is allocated (on the node's memory) the first
+ * time a slot in it is handed out.  Segments are installed with a CAS and
+ * never moved or freed while the pool lives, so the table grows without
+ * stopping or even slowing readers: a lookup is two dependent loads, and a
+ * lookup with any ref, stale or garbage, reads only memory that is valid.
+ *
+ * Slot allocation, fastest first:
+ *   1. the thread's magazine for the node (private list, no atomics);
+ *   2. the node's free-slot stack, taken whole (ck_stack batch pop: one
+ *      atomic exchange; ABA-free because nobody pops single entries);
+ *   3. PP__SLOT_CHUNK fresh slots from the node's bump index.
+ * The reclaimer pushes recycled slots onto the free-slot stack, one by one
+ * (ck_stack push: multi-producer safe, so exiting threads can push their
+ * magazines back too).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int pp__table_init(pp_pool_t *pool, pp__node_t *node)
+{
+    bool bound;
+    node->dir = pp__node_alloc(pool, node->index,
+                               PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
+    if (node->dir == NULL)
+        return PP_ENOMEM;
+    node->mem_bound = bound;
+    ck_stack_init(&node->free_slots);
+    pp__atomic_store_relaxed(&node->next_slot, 0);
+    return 0;
+}
+
+void pp__table_free(pp_pool_t *pool, pp__node_t *node)
+{
+    if (node->dir == NULL)
+        return;
+    for (uint32_t s = 0; s < PP__SEG_MAX; s++) {
+        pp__entry_t *seg = pp__atomic_load_relaxed(&node->dir[s]);
+        if (seg != NULL)
+            pp__node_free(pool, seg, PP__SEG_BYTES);
+    }
+    pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+    node->dir = NULL;
+}
+
+/* Makes sure segment s of node exists. */
+static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
+{
+    /* acquire: pairs with the release-install below. */
+    pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s]);
+    if (seg != NULL)
+        return seg;
+    bool bound;
+    pp__entry_t *fresh = pp__node_alloc(pool, node->index, PP__SEG_BYTES, &bound);
+    if (fresh == NULL)
+        return NULL;
+    pp__entry_t *expected = NULL;
+    /* acq_rel: release publishes the zeroed segment to lookups; acquire (on
+     * failure) gets the winner's segment. */
+    if (!pp__atomic_cas_strong_acq_rel(&node->dir[s], &expected, fresh)) {
+        pp__node_free(pool, fresh, PP__SEG_BYTES);
+        return expected;
+    }
+    if (!bound)
+        node->mem_bound = false;  /* written once per segment; read only by stats */
+    return fresh;
+}
+
+/* Takes PP__SLOT_CHUNK fresh slots into the magazine. */
+static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *mag)
+{
+    uint32_t start = pp__atomic_load_relaxed(&node->next_slot);
+    do {
+        if (start > PP__MAX_SLOTS - PP__SLOT_CHUNK)
+            return false;   /* table full */
+    } while (!pp__atomic_cas_weak_relaxed(&node->next_slot, &start, start + PP__SLOT_CHUNK));
+
+    pp__entry_t *seg = pp__segment_get(pool, node, start >> PP__SEG_SHIFT);
+    if (seg == NULL)
+        return false;   /* those slots stay unused: no entry ever named them */
+    /* PP__SEG_SLOTS is a multiple of PP__SLOT_CHUNK: one segment. */
+    pp__entry_t *base = &seg[start & (PP__SEG_SLOTS - 1)];
+    for (uint32_t i = PP__SLOT_CHUNK; i-- > 0;) {
+        base[i].slot = start + i;
+        base[i].q.link.next = mag->head;
+        mag->head = &base[i].q.link;
+    }
+    return true;
+}
+
+pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
+{
+    pp__node_t *node = pool->nodes[n];
+    pp__magazine_t *mag = &t->mag[n];
+    if (mag->head == NULL) {
+        /* Whole stack at once; the entries' links were written by the
+         * pushers before their CAS, which this exchange acquires. */
+        mag->head = ck_stack_batch_pop_upmc(&node->free_slots);
+        if (mag->head == NULL && !pp__slots_bump(pool, node, mag))
+            return NULL;
+    }
+    ck_stack_entry_t *s = mag->head;
+    mag->head = s->next;
+    return pp__entry_of_link(s);
+}
+
+void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e)
+{
+    ck_stack_push_upmc(&pool->nodes[n]->free_slots, &e->q.link);
+}
+
+void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t)
+{
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        ck_stack_entry_t *s = t->mag[n].head;
+        while (s != NULL) {
+            ck_stack_entry_t *next = s->next;
+            ck_stack_push_upmc(&pool->nodes[n]->free_slots, s);
+            s = next;
+        }
+        t->mag[n].head = NULL;
+    }
+}
+
+void pp__table_foreach(pp_pool_t *pool, unsigned n,
+                       void (*fn)(pp_pool_t *, unsigned, pp__entry_t *, void *),
+                       void *arg)
+{
+    pp__node_t *node = pool->nodes[n];
+    uint32_t end = pp__atomic_load_acquire(&node->next_slot);
+    if (end > PP__MAX_SLOTS)
+        end = PP__MAX_SLOTS;
+    for (uint32_t s = 0; s < end; s += PP__SEG_SLOTS) {
+        pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s >> PP__SEG_SHIFT]);
+        if (seg == NULL)
+            continue;
+        uint32_t stop = end - s < PP__SEG_SLOTS ? end - s : PP__SEG_SLOTS;
+        for (uint32_t i = 0; i < stop; i++)
+            fn(pool, n, &seg[i], arg);
+    }
+}

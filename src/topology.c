@@ -1,0 +1,140 @@
+/*
+ * topology.c -- the machine (or a described machine) through hwloc: one node
+ * domain per NUMA node, the CPU -> node map, thread binding and memory
+ * placement.
+ *
+ * A topology given as an hwloc synthetic string or XML file is not this
+ * system: it yields the same node domains, tables and reclaimer threads,
+ * but nothing is bound (binding calls would name CPUs and nodes that do
+ * not exist here).  Threads are then spread over the nodes round-robin as
+ * they register, so multi-node paths run on a one-node machine.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static bool pp__looks_like_xml_path(const char *spec)
+{
+    size_t len = strlen(spec);
+    return strchr(spec, '/') != NULL ||
+           (len >= 4 && strcmp(spec + len - 4, ".xml") == 0);
+}
+
+int pp__topology_load(pp_pool_t *pool, const char *spec)
+{
+    if (hwloc_topology_init(&pool->topo) != 0)
+        return PP_ENOMEM;
+    int rc = 0;
+    if (spec != NULL) {
+        rc = pp__looks_like_xml_path(spec)
+                 ? hwloc_topology_set_xml(pool->topo, spec)
+                 : hwloc_topology_set_synthetic(pool->topo, spec);
+    }
+    if (rc == 0)
+        rc = hwloc_topology_load(pool->topo);
+    if (rc != 0) {
+        hwloc_topology_destroy(pool->topo);
+        pool->topo = NULL;
+        return PP_ETOPOLOGY;
+    }
+    pool->thissystem = hwloc_topology_is_thissystem(pool->topo) != 0;
+
+    int nn = hwloc_get_nbobjs_by_type(pool->topo, HWLOC_OBJ_NUMANODE);
+    if (nn <= 0) {
+        hwloc_topology_destroy(pool->topo);
+        pool->topo = NULL;
+        return PP_ETOPOLOGY;
+    }
+    if ((unsigned)nn > PP_MAX_NODES) {
+        hwloc_topology_destroy(pool->topo);
+        pool->topo = NULL;
+        return PP_ENOTSUP;
+    }
+    pool->nnodes = (unsigned)nn;
+
+    /* CPU -> node map, for homing entries on the putter's node. */
+    if (pool->thissystem) {
+        int last = hwloc_bitmap_last(hwloc_topology_get_complete_cpuset(pool->topo));
+        pool->ncpus = last >= 0 ? last + 1 : 0;
+        if (pool->ncpus > 0) {
+            pool->cpu_node = calloc((size_t)pool->ncpus, 1);
+            if (pool->cpu_node == NULL) {
+                hwloc_topology_destroy(pool->topo);
+                pool->topo = NULL;
+                return PP_ENOMEM;
+            }
+            for (unsigned n = 0; n < pool->nnodes; n++) {
+                hwloc_obj_t obj = hwloc_get_obj_by_type(pool->topo, HWLOC_OBJ_NUMANODE, n);
+                int cpu;
+                hwloc_bitmap_foreach_begin(cpu, obj->cpuset)
+                    if (cpu < pool->ncpus)
+                        pool->cpu_node[cpu] = (uint8_t)n;
+                hwloc_bitmap_foreach_end();
+            }
+        }
+    }
+    return 0;
+}
+
+void pp__topology_free(pp_pool_t *pool)
+{
+    free(pool->cpu_node);
+    pool->cpu_node = NULL;
+    if (pool->topo != NULL)
+        hwloc_topology_destroy(pool->topo);
+    pool->topo = NULL;
+}
+
+static hwloc_obj_t pp__numa_obj(pp_pool_t *pool, unsigned n)
+{
+    return hwloc_get_obj_by_type(pool->topo, HWLOC_OBJ_NUMANODE, n);
+}
+
+void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
+{
+    void *p = NULL;
+    *bound = false;
+    if (pool->thissystem) {
+        hwloc_obj_t obj = pp__numa_obj(pool, n);
+        p = hwloc_alloc_membind(pool->topo, len, obj->nodeset, HWLOC_MEMBIND_BIND,
+                                HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_NOCPUBIND);
+        *bound = p != NULL;
+    }
+    if (p == NULL)
+        p = hwloc_alloc(pool->topo, len);
+    if (p != NULL)
+        memset(p, 0, len);   /* first touch: faults the pages in on the bound node */
+    return p;
+}
+
+void pp__node_free(pp_pool_t *pool, void *p, size_t len)
+{
+    if (p != NULL)
+        hwloc_free(pool->topo, p, len);
+}
+
+bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n)
+{
+    if (!pool->thissystem)
+        return false;
+    hwloc_obj_t obj = pp__numa_obj(pool, n);
+    if (obj == NULL || hwloc_bitmap_iszero(obj->cpuset))
+        return false;   /* a memory-only node: nothing to bind to */
+    return hwloc_set_cpubind(pool->topo, obj->cpuset, HWLOC_CPUBIND_THREAD) == 0;
+}
+
+unsigned pp__current_node(pp_pool_t *pool, pp__thread_t *t)
+{
+    if (pool->nnodes == 1)
+        return 0;
+    if (!pool->thissystem)
+        return t->node;
+    /* sched_getcpu is a vDSO call (no system call) on x86-64 Linux. */
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= pool->ncpus)
+        return t->node;
+    return pool->cpu_node[cpu];
+}

@@ -230,14 +230,21 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
 /* Owners                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Common to every call taking a pool: PP_EINVAL if pool is NULL, and
+ * PP_ENOMEM if this is the calling thread's first call on the pool and its
+ * one-time registration cannot allocate (nothing else happened then). */
+
 /* Puts data in the pool and writes its ref to *out.  The pool takes
  * ownership of data (it will be freed with type->free) only on success; on
  * failure the caller still owns it.  The entry has one owner, no pins, and
  * lives on the calling thread's node unless flags carry PP_ON_NODE(n).
  * type may be NULL (flat buffer released with free()).  size may be 0.
  * Errors: PP_EINVAL (NULL pool, data or out; unknown flags; node out of
- * range; size > PTRDIFF_MAX), PP_ENOMEM (memory limit or table full).
- * Lock-free, never blocks. */
+ * range; size > PTRDIFF_MAX), PP_ENOMEM (memory limit, table full, or no
+ * memory for a new table segment).
+ * Lock-free; never waits for another thread.  Once per 64 puts on a node it
+ * may take slots from a fresh table segment, and once per 8192 slots it
+ * allocates that segment (hwloc/mmap, bound to the node). */
 PP_API int pp_put(pp_pool_t *pool, void *data, size_t size,
                   const pp_type_t *type, unsigned flags, pp_ref_t *out);
 
@@ -371,8 +378,6 @@ typedef struct pp_entry_info {
  * dead entry still pinned or waiting for its reclaimer is described (with
  * PP_STATE_DEAD).  Errors: PP_ESTALE, PP_EINVAL (out NULL).  Lock-free. */
 PP_API int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out);
-
-#define PP_LAG_BUCKETS 64
 
 typedef struct pp_node_stats {
     uint64_t entries;            /* put and not yet freed */

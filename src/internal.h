@@ -118,7 +118,7 @@ typedef struct pp__node {
     hwloc_cpuset_t cpuset;               /* the node's CPUs */
     hwloc_nodeset_t nodeset;             /* the node itself */
     pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
-    bool mem_bound;                      /* dir/segments bound to the node */
+    _Atomic int mem_bound;               /* dir, node and segments bound to the node */
 
     /* Producers (final unpins and releases, any thread). */
     ck_stack_t reclaim_q __attribute__((aligned(PP__CACHELINE)));

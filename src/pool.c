@@ -25,7 +25,8 @@ static pp__node_t *pp__node_new(pp_pool_t *pool, unsigned n)
         pp__node_free(pool, node, sizeof *node);
         return NULL;
     }
-    node->mem_bound = node->mem_bound && bound;
+    if (!bound)
+        pp__atomic_store_relaxed(&node->mem_bound, 0);
     return node;
 }
 

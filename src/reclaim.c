@@ -157,12 +157,13 @@ static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint32_t gen = pp__word_gen(pw);
-    /* release: the free above and these field resets happen before a later
-     * putter's acquire of the slot via the free-slot stack. */
-    pp__atomic_store_release(&e->pw, (uint64_t)gen << PP__GEN_SHIFT);
     e->data = NULL;
     e->type = NULL;
     e->size = 0;
+    /* release: the free and these resets happen before anything that later
+     * acquires this word (debug scans); a later putter gets the slot through
+     * the free-slot stack, whose push orders them as well. */
+    pp__atomic_store_release(&e->pw, (uint64_t)gen << PP__GEN_SHIFT);
     if (gen == UINT32_MAX) {
         pp__counter_add(&node->retired_slots, 1);   /* never reissue a ref */
         return;

@@ -141,7 +141,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
         s->reclaimer_tid = pp__atomic_load_relaxed(&node->tid);
         s->cpu_bound = pp__atomic_load_relaxed(&node->cpu_bound);
-        s->mem_bound = node->mem_bound;
+        s->mem_bound = pp__atomic_load_relaxed(&node->mem_bound);
     }
 
     pthread_mutex_lock(&pool->reg_lock);

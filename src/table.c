@@ -29,7 +29,7 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
                                PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
     if (node->dir == NULL)
         return PP_ENOMEM;
-    node->mem_bound = bound;
+    pp__atomic_store_relaxed(&node->mem_bound, bound);
     ck_stack_init(&node->free_slots);
     pp__atomic_store_relaxed(&node->next_slot, 0);
     return 0;
@@ -67,7 +67,7 @@ static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t 
         return expected;
     }
     if (!bound)
-        node->mem_bound = false;  /* written once per segment; read only by stats */
+        pp__atomic_store_relaxed(&node->mem_bound, 0);   /* read only by stats */
     return fresh;
 }
 

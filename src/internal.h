@@ -38,6 +38,12 @@
 #define PINPOOL_DEBUG 0
 #endif
 
+/* Seeded bugs: only in the test suite's deliberately broken builds, which
+ * must be caught (tests/seeded/).  Never set in a build that ships. */
+#ifndef PINPOOL_SEED_BUG_NO_GRACE
+#define PINPOOL_SEED_BUG_NO_GRACE 0
+#endif
+
 /* Debug checks are compiled in every build and removed as dead code when
  * off (jemalloc's config_debug).  Tiers: PP__CHECK is always on (cheap,
  * guards internal invariants whose violation would corrupt memory);

@@ -239,8 +239,14 @@ static void *pp__reclaimer_main(void *arg)
         for (ck_stack_entry_t *s = batch; s != NULL;) {
             ck_stack_entry_t *next = s->next;
             pp__entry_t *e = pp__entry_of_link(s);
+#if PINPOOL_SEED_BUG_NO_GRACE
+            /* SEEDED BUG (test builds only): free without a grace period.
+             * The sanitizer suite must catch a reader using freed data. */
+            pp__reclaim_entry(pool, node, e);
+#else
             ck_epoch_call(rec, &e->q.epoch, pp__epoch_cb);
             pending++;
+#endif
             s = next;
         }
         if (pending > 0) {

@@ -13,7 +13,7 @@
 #define PP__PIN_FLAGS (PP_PIN_WRITE | PP_PIN_NOWAIT)
 
 static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                  pp__thread_t *t);
+                                  pp__thread_t *t, bool count);
 
 /* The pin transition; returns 0 or an error, *data set on success. */
 static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
@@ -50,11 +50,11 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     int rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
     if (PP__UNLIKELY(rc != 0))
         return rc;
-    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0) {
-        (void)pp__unpin_entry(pool, e, ref, t);   /* untracked: undo it untracked */
+        (void)pp__unpin_entry(pool, e, ref, t, false);   /* as if never pinned */
         return PP_ENOMEM;
     }
+    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     return 0;
 }
 
@@ -64,9 +64,10 @@ int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
     return pp_pin_loc(pool, ref, flags, data, NULL, 0);
 }
 
-/* The unpin transition, without argument checks or tracking. */
+/* The unpin transition, without argument checks or tracking; count is
+ * false when undoing a pin the caller never saw succeed. */
 static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                  pp__thread_t *t)
+                                  pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
@@ -75,7 +76,9 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
             return PP_ESTALE;
         if (PP__UNLIKELY(pp__pw_pins(pw) == 0))
-            return PP_ENOTPINNED;
+            /* A dead entry without pins is queued or being freed: the ref
+             * is stale, whatever pins it once had. */
+            return (pw & PP__F_DEAD) ? PP_ESTALE : PP_ENOTPINNED;
         next = pw - 1u;
         if (pp__pw_pins(next) == 0 && (pw & PP__F_DEAD))
             next |= PP__F_QUEUED;
@@ -85,7 +88,8 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
          * reclaimer (through its push). */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
     unsigned n = pp_ref_node(ref);
-    pp__counter_add(&t->count[n].unpins, 1);
+    if (count)
+        pp__counter_add(&t->count[n].unpins, 1);
     if (PP__UNLIKELY(next & PP__F_QUEUED))
         pp__reclaim_push(pool, n, e, t);
     return 0;
@@ -96,7 +100,7 @@ int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
     pp__entry_t *e = pp__lookup(pool, ref);
     if (PP__UNLIKELY(e == NULL))
         return PP_ESTALE;
-    int rc = pp__unpin_entry(pool, e, ref, t);
+    int rc = pp__unpin_entry(pool, e, ref, t, true);
     if (PP__UNLIKELY(pool->track) && rc == 0)
         pp__track_unpin(pool, t, ref);
     return rc;
@@ -112,6 +116,16 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
     return pp__unpin(pool, ref, t);
 }
 
+/* Drops the first k pins taken by pp_pin_many_loc, uncounted. */
+static void pp__pin_many_undo(pp_pool_t *pool, const pp_ref_t *refs, size_t k,
+                              pp__thread_t *t)
+{
+    while (k-- > 0) {
+        pp__entry_t *e = pp__lookup(pool, refs[k]);
+        PP__CHECK(e != NULL && pp__unpin_entry(pool, e, refs[k], t, false) == 0);
+    }
+}
+
 int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                     unsigned flags, void **data, const char *file, int line)
 {
@@ -120,15 +134,38 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     pp__thread_t *t = pp__thread_get(pool);
     if (t == NULL)
         return PP_ENOMEM;
+    /* 1. Pin everything, without marking dirty: a failed call must leave no
+     * trace (counts, flags), so the effects come only after all succeeded. */
     for (size_t i = 0; i < n; i++) {
-        int rc = pp_pin_loc(pool, refs[i], flags, data != NULL ? &data[i] : NULL,
-                            file, line);
+        pp__entry_t *e = pp__lookup(pool, refs[i]);
+        int rc = e == NULL ? PP_ESTALE
+                           : pp__pin_entry(e, pp_ref_gen(refs[i]), flags & ~PP_PIN_WRITE,
+                                           data != NULL ? &data[i] : NULL);
         if (rc != 0) {
-            /* All or none: drop what this call took, newest first. */
-            while (i-- > 0)
-                PP__CHECK(pp__unpin(pool, refs[i], t) == 0);
+            pp__pin_many_undo(pool, refs, i, t);
             return rc;
         }
+    }
+    /* 2. Tracking (debug mode) may fail to allocate: undo everything. */
+    if (PP__UNLIKELY(pool->track)) {
+        for (size_t i = 0; i < n; i++) {
+            if (pp__track_pin(pool, t, refs[i], file, line) != 0) {
+                while (i-- > 0)
+                    pp__track_unpin(pool, t, refs[i]);
+                pp__pin_many_undo(pool, refs, n, t);
+                return PP_ENOMEM;
+            }
+        }
+    }
+    /* 3. The effects. */
+    for (size_t i = 0; i < n; i++) {
+        if (flags & PP_PIN_WRITE) {
+            pp__entry_t *e = pp__lookup(pool, refs[i]);
+            /* relaxed: a flag for the pool's own bookkeeping; our pin keeps
+             * the generation, so the OR cannot touch a recycled slot. */
+            pp__atomic_or_relaxed(&e->pw, PP__F_DIRTY);
+        }
+        pp__counter_add(&t->count[pp_ref_node(refs[i])].pins, 1);
     }
     return 0;
 }
@@ -167,7 +204,7 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
         if (pp__word_gen(pw) != pp_ref_gen(refs[i]) || !(pw & PP__F_LIVE))
             return PP_ESTALE;
         if (pp__pw_pins(pw) < times)
-            return PP_ENOTPINNED;
+            return (pw & PP__F_DEAD) && pp__pw_pins(pw) == 0 ? PP_ESTALE : PP_ENOTPINNED;
     }
     int first_err = 0;
     for (size_t i = 0; i < n; i++) {
@@ -194,6 +231,9 @@ int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
     /* The section keeps the slot from being recycled between the check of
      * the state word and the read of e->data. */
     pp__section_enter(t);
+    /* acquire: pairs with the putter's release, so e->data is initialised
+     * when the generation matches (also when ESCAPED is already set and no
+     * CAS follows). */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     for (;;) {
         if (pp__word_gen(pw) != gen || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE) {

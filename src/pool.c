@@ -122,6 +122,7 @@ struct pp__pinned_scan {
 static void pp__find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
     struct pp__pinned_scan *scan = arg;
+    /* acquire: pairs with the putter's release (slot field initialised). */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     if (!(pw & PP__F_LIVE) || pp__pw_pins(pw) == 0)
         return;
@@ -211,6 +212,8 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     (void)pool;
     (void)n;
     struct pp__valid_scan *v = arg;
+    /* acquire: pairs with the last writer's release of each word, so a
+     * validation run after the pool's users stopped sees their final state. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     uint64_t ow = pp__atomic_load_acquire(&e->ow);
     bool live = pw & PP__F_LIVE, dead = pw & PP__F_DEAD, queued = pw & PP__F_QUEUED;

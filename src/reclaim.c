@@ -205,6 +205,8 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
 {
     (void)arg;
     pp__node_t *node = pool->nodes[n];
+    /* acquire: pairs with the putter's release (data, size, type, slot);
+     * the users' later writes are ordered by destroy's release of stop. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     if (!(pw & PP__F_LIVE))
         return;

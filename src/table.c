@@ -132,10 +132,13 @@ void pp__table_foreach(pp_pool_t *pool, unsigned n,
                        void *arg)
 {
     pp__node_t *node = pool->nodes[n];
+    /* Single-threaded use (destroy, validation); acquire anyway so a caller
+     * that synchronised with the putters sees every bumped chunk. */
     uint32_t end = pp__atomic_load_acquire(&node->next_slot);
     if (end > PP__MAX_SLOTS)
         end = PP__MAX_SLOTS;
     for (uint32_t s = 0; s < end; s += PP__SEG_SLOTS) {
+        /* acquire: pairs with the segment's release-install. */
         pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s >> PP__SEG_SHIFT]);
         if (seg == NULL)
             continue;

@@ -341,7 +341,9 @@ PP_API int pp_thread_exit(pp_pool_t *pool);
  * negative timeout waits without limit).  The calling thread's epoch
  * section is ended first, as by pp_quiescent(), so a QSBR caller cannot
  * wait on itself; another QSBR thread that does not quiesce makes it wait.
- * Returns 0, or PP_EBUSY on timeout.  Blocking (polls with short sleeps). */
+ * Returns 0, or PP_EBUSY on timeout.  On 0, everything those entries' free
+ * functions did happens before the return.  Blocking (polls with short
+ * sleeps). */
 PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 
 /* ------------------------------------------------------------------------ */
@@ -362,8 +364,7 @@ PP_API int pp_read(pp_reader_t *r, void *buf, size_t n);
 #define PP_STATE_SWAPPED  0x02u  /* a valid swap copy exists */
 #define PP_STATE_ESCAPED  0x04u  /* pp_get() was called: never evicted */
 #define PP_STATE_DIRTY    0x08u  /* pinned for write since last save */
-#define PP_STATE_DEAD     0x10u  /* last owner released */
-#define PP_STATE_QUEUED   0x20u  /* dead, unpinned, waiting for its reclaimer */
+#define PP_STATE_DEAD     0x10u  /* last owner released (still pinned) */
 
 typedef struct pp_entry_info {
     size_t size;
@@ -374,9 +375,10 @@ typedef struct pp_entry_info {
     const pp_type_t *type;       /* as given to pp_put (may be NULL) */
 } pp_entry_info_t;
 
-/* A snapshot of one entry.  Works until the entry's slot is recycled, so a
- * dead entry still pinned or waiting for its reclaimer is described (with
- * PP_STATE_DEAD).  Errors: PP_ESTALE, PP_EINVAL (out NULL).  Lock-free. */
+/* A snapshot of one entry.  Works until the entry is queued for its
+ * reclaimer: a dead entry that is still pinned is described (with
+ * PP_STATE_DEAD); once its last pin is dropped, PP_ESTALE.
+ * Errors: PP_ESTALE, PP_EINVAL (out NULL).  Lock-free. */
 PP_API int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out);
 
 typedef struct pp_node_stats {
@@ -397,7 +399,8 @@ typedef struct pp_node_stats {
     /* Reclaim lag: time from the final unpin/release to the free call. */
     uint64_t lag_count, lag_total_ns, lag_max_ns;
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets
-                                         per power of two (upper bounds) */
+                                         per power of two: the bucket's upper
+                                         bound, capped at lag_max_ns */
     int reclaimer_tid;           /* OS thread id of the node's reclaimer */
     int cpu_bound;               /* reclaimer bound to the node's CPUs */
     int mem_bound;               /* table memory bound to the node */

@@ -119,6 +119,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
  * ck_epoch_reclaim). */
 static __thread ck_stack_t *pp__ready_sink;
 
+static void pp__epoch_cb(ck_epoch_entry_t *ee) __attribute__((unused));
 static void pp__epoch_cb(ck_epoch_entry_t *ee)
 {
     pp__entry_t *e = pp__entry_of_epoch(ee);
@@ -148,7 +149,9 @@ static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *
     if (pool->mem_limit != 0)
         pp__atomic_sub_relaxed(&pool->resident, e->size);
     pp__counter_add(&node->freed_bytes, e->size);
-    pp__counter_add(&node->frees, 1);
+    /* release: the free function's effects happen before anything that
+     * acquires this count (pp_pool_stats, hence pp_pool_drain). */
+    pp__atomic_store_release(&node->frees, pp__atomic_load_relaxed(&node->frees) + 1);
 }
 
 /* Makes the slot FREE (same generation: stale refs keep failing) and gives

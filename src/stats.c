@@ -32,7 +32,10 @@ uint64_t pp__lag_bucket_upper(unsigned b)
     return (((uint64_t)4 + sub + 1) << (k - 2)) - 1;
 }
 
-static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q)
+/* The q-quantile as its bucket's upper bound, never above the largest lag
+ * seen (max). */
+static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q,
+                                 uint64_t max)
 {
     if (count == 0)
         return 0;
@@ -43,9 +46,9 @@ static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q)
     for (unsigned b = 0; b < PP__LAG_BUCKETS; b++) {
         seen += hist[b];
         if (seen > rank)
-            return pp__lag_bucket_upper(b);
+            return pp__lag_bucket_upper(b) < max ? pp__lag_bucket_upper(b) : max;
     }
-    return pp__lag_bucket_upper(PP__LAG_BUCKETS - 1);
+    return max;
 }
 
 int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
@@ -63,7 +66,11 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
     pp__section_enter(t);
     /* acquire: pairs with the putter's release; size and type are set. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
-    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE)) {
+    /* A queued entry is already retired: a section that begins after the
+     * retirement does not hold its reclamation back, so its fields may be
+     * changing.  Only entries not yet queued (alive, or dead but pinned --
+     * their queueing comes after this check) are safe to describe. */
+    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) || (pw & PP__F_QUEUED)) {
         rc = PP_ESTALE;
     } else {
         uint64_t ow = pp__atomic_load_relaxed(&e->ow);
@@ -76,8 +83,7 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
         out->state = ((pw & PP__F_RESIDENT) ? PP_STATE_RESIDENT : 0) |
                      ((pw & PP__F_ESCAPED) ? PP_STATE_ESCAPED : 0) |
                      ((pw & PP__F_DIRTY) ? PP_STATE_DIRTY : 0) |
-                     ((pw & PP__F_DEAD) ? PP_STATE_DEAD : 0) |
-                     ((pw & PP__F_QUEUED) ? PP_STATE_QUEUED : 0);
+                     ((pw & PP__F_DEAD) ? PP_STATE_DEAD : 0);
     }
     pp__section_leave(t);
     return rc;
@@ -125,7 +131,9 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         pp__node_t *node = pool->nodes[n];
         pp_node_stats_t *s = &out->node[n];
         uint64_t hist[PP__LAG_BUCKETS];
-        s->frees = pp__atomic_load_relaxed(&node->frees);
+        /* acquire: pairs with the reclaimer's release; a caller that sees a
+         * free counted also sees what the free function did. */
+        s->frees = pp__atomic_load_acquire(&node->frees);
         s->grace_polls = pp__atomic_load_relaxed(&node->grace_polls);
         s->lag_count = pp__atomic_load_relaxed(&node->lag_count);
         s->lag_total_ns = pp__atomic_load_relaxed(&node->lag_total_ns);
@@ -134,8 +142,8 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
             hist[b] = pp__atomic_load_relaxed(&node->lag_hist[b]);
             total_hist[b] += hist[b];
         }
-        s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50);
-        s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99);
+        s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
+        s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
         s->resident_bytes = pp__atomic_load_relaxed(&node->resident_bytes);
         uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
@@ -167,7 +175,9 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->reclaim_queue_depth = s->queued >= s->frees ? s->queued - s->frees : 0;
         pp__stats_add(&out->total, s);
     }
-    out->total.lag_p50_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.50);
-    out->total.lag_p99_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.99);
+    out->total.lag_p50_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.50,
+                                             out->total.lag_max_ns);
+    out->total.lag_p99_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.99,
+                                             out->total.lag_max_ns);
     return 0;
 }

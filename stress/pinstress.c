@@ -37,8 +37,8 @@
  *    entry was never made visible to another thread (rec.shared == 0).
  *  - Stale refs: any rec whose free function has run (rec.frees == 1,
  *    read with acquire) names a reclaimed entry; every call with it must
- *    fail with PP_ESTALE (pp_stat may still describe it as DEAD until the
- *    slot is recycled, as documented).
+ *    fail with PP_ESTALE (pp_stat included: it describes an entry only
+ *    until the entry is queued for reclamation).
  *  - With --qsbr, threads are in QSBR mode: pointers from pp_get() are kept
  *    (and re-verified) after the owner is dropped, until the next
  *    pp_quiescent(); rec.qsbr_holders lets the free function check that
@@ -160,7 +160,7 @@ typedef struct thr {
     int nesc;
     cnt_t cnt[PP_MAX_NODES];
     uint64_t opcount[OP_N];
-    uint64_t stale_checks, stale_stat_dead, invalid_checks, fresh_checks;
+    uint64_t stale_checks, invalid_checks, fresh_checks;
     uint64_t writes, handoffs, pin_many_calls, borrow_misses;
     uint64_t failed_many_live;    /* live refs before the stale one in failed pin_many calls */
     _Atomic uint64_t progress;
@@ -466,7 +466,7 @@ static void stat_live(thr_t *t, uint64_t k, int expect_escaped)
     }
     if (in.size != atomic_load(&r->size) || in.node != rec_node(r) || in.type != &g_type ||
         in.owners < 1 || in.pins > PP_MAX_PINS ||
-        !(in.state & PP_STATE_RESIDENT) || (in.state & (PP_STATE_DEAD | PP_STATE_QUEUED)) ||
+        !(in.state & PP_STATE_RESIDENT) || (in.state & PP_STATE_DEAD) ||
         (expect_escaped && !(in.state & PP_STATE_ESCAPED)))
         failf(t, "pp_stat of live entry %" PRIu64 " (ref %#" PRIx64 "): size %zu (put %u) "
               "node %u (expected %u) type %p owners %u pins %u state %#x%s", k, rec_ref(r),
@@ -716,17 +716,9 @@ static void stale_call(thr_t *t, pp_ref_t ref, uint64_t k)
     }
     case 9:
     case 10:
-        /* Documented: pp_stat describes a dead entry until its slot is
-         * recycled.  Either PP_ESTALE, or a description marked DEAD. */
-        rc = pp_stat(g_pool, ref, &in);
-        if (rc == 0) {
-            t->stale_stat_dead++;
-            if (!(in.state & PP_STATE_DEAD) || in.owners != 0 || in.pins != 0)
-                failf(t, "pp_stat of a reclaimed ref %#" PRIx64 " (entry %" PRIu64 ") succeeded "
-                      "with state %#x owners %u pins %u (expected PP_ESTALE or DEAD)",
-                      ref, k, in.state, in.owners, in.pins);
-        } else if (rc != PP_ESTALE)
-            expect_stale(t, rc, "pp_stat", ref, k);
+        /* Documented: pp_stat describes an entry until it is queued for
+         * its reclaimer; a freed entry was queued, so PP_ESTALE. */
+        expect_stale(t, pp_stat(g_pool, ref, &in), "pp_stat", ref, k);
         break;
     default: {
         /* A live owned entry and a stale one: all or none. */
@@ -1614,7 +1606,7 @@ int main(int argc, char **argv)
     memset(exp, 0, sizeof exp);
     memset(&tot, 0, sizeof tot);
     uint64_t opsum[OP_N] = { 0 };
-    uint64_t stale = 0, stale_dead = 0, invalid = 0, fresh = 0, writes = 0, handoffs = 0;
+    uint64_t stale = 0, invalid = 0, fresh = 0, writes = 0, handoffs = 0;
     uint64_t pin_many = 0, ops_done = 0, failed_many_live = 0;
     for (unsigned i = 0; i <= g_threads; i++) {
         thr_t *t = &g_thr[i];
@@ -1630,7 +1622,6 @@ int main(int argc, char **argv)
         for (int o = 0; o < OP_N; o++)
             opsum[o] += t->opcount[o];
         stale += t->stale_checks;
-        stale_dead += t->stale_stat_dead;
         invalid += t->invalid_checks;
         fresh += t->fresh_checks;
         writes += t->writes;
@@ -1667,10 +1658,9 @@ int main(int argc, char **argv)
         printf("pinstress: ops:");
         for (int o = 0; o < OP_N; o++)
             printf(" %s=%" PRIu64, op_names[o], opsum[o]);
-        printf("\npinstress: checks: fresh=%" PRIu64 " stale=%" PRIu64 " (stat still DEAD %" PRIu64
-               ") invalid=%" PRIu64 " writes=%" PRIu64 " handoffs=%" PRIu64 " pin_many=%" PRIu64
+        printf("\npinstress: checks: fresh=%" PRIu64 " stale=%" PRIu64 " invalid=%" PRIu64 " writes=%" PRIu64 " handoffs=%" PRIu64 " pin_many=%" PRIu64
                " stats_polls=%u mid_drains=%u (busy %u) report_lines=%" PRIu64 "\n",
-               fresh, stale, stale_dead, invalid, writes, handoffs, pin_many, polls, mid_drains,
+               fresh, stale, invalid, writes, handoffs, pin_many, polls, mid_drains,
                mid_drain_busy, atomic_load(&g_report_lines));
         pthread_mutex_lock(&g_print_lock);
         int saved = atomic_load(&g_report_saved);

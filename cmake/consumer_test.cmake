@@ -1,0 +1,87 @@
+# consumer_test.cmake -- ctest "consumer.find_package".
+#
+# 1. installs this build tree into a fresh prefix;
+# 2. configures and builds tests/consumer against it (find_package(pinpool),
+#    one program on pinpool::pinpool, one on pinpool::pinpool_static) and runs
+#    both;
+# 3. compiles tests/consumer/main.c with
+#    `cc $(pkg-config --cflags --libs pinpool)` and runs it.
+# Any failing step fails the test; nothing is skipped.
+#
+# Variables: PP_BINARY_DIR, PP_SOURCE_DIR, PP_WORK_DIR, PP_GENERATOR,
+# PP_CONFIG, PP_C_COMPILER, PP_PKG_CONFIG.
+cmake_minimum_required(VERSION 3.21)
+
+foreach(v PP_BINARY_DIR PP_SOURCE_DIR PP_WORK_DIR PP_GENERATOR PP_C_COMPILER PP_PKG_CONFIG)
+    if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
+        message(FATAL_ERROR "consumer_test: ${v} is not set")
+    endif()
+endforeach()
+if(NOT PP_CONFIG)
+    set(PP_CONFIG Release)
+endif()
+
+function(run what)
+    string(REPLACE ";" " " shown "${ARGN}")
+    message(STATUS "${what}: ${shown}")
+    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "consumer_test: ${what} failed (${rc})")
+    endif()
+endfunction()
+
+set(prefix "${PP_WORK_DIR}/prefix")
+set(build "${PP_WORK_DIR}/build")
+file(REMOVE_RECURSE "${PP_WORK_DIR}")
+file(MAKE_DIRECTORY "${PP_WORK_DIR}")
+
+# 1. Install.
+run("install" "${CMAKE_COMMAND}" --install "${PP_BINARY_DIR}"
+    --prefix "${prefix}" --config "${PP_CONFIG}")
+
+# 2. find_package(pinpool) in a separate project.
+run("configure consumer" "${CMAKE_COMMAND}"
+    -S "${PP_SOURCE_DIR}/tests/consumer" -B "${build}"
+    -G "${PP_GENERATOR}"
+    "-DCMAKE_BUILD_TYPE=${PP_CONFIG}"
+    "-DCMAKE_C_COMPILER=${PP_C_COMPILER}"
+    "-DCMAKE_PREFIX_PATH=${prefix}"
+    "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
+run("build consumer" "${CMAKE_COMMAND}" --build "${build}" --config "${PP_CONFIG}")
+
+foreach(exe consumer_shared consumer_static)
+    file(GLOB_RECURSE found LIST_DIRECTORIES false "${build}/${exe}")
+    if(NOT found)
+        message(FATAL_ERROR "consumer_test: ${exe} was not built")
+    endif()
+    list(GET found 0 found)
+    run("run ${exe}" "${found}")
+endforeach()
+
+# 3. pkg-config.
+file(GLOB_RECURSE pcs "${prefix}/*/pinpool.pc")
+if(NOT pcs)
+    message(FATAL_ERROR "consumer_test: pinpool.pc was not installed under ${prefix}")
+endif()
+list(GET pcs 0 pc)
+get_filename_component(pcdir "${pc}" DIRECTORY)
+get_filename_component(libdir "${pcdir}" DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} "${pcdir}")
+execute_process(COMMAND "${PP_PKG_CONFIG}" --cflags --libs pinpool
+    OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "consumer_test: pkg-config --cflags --libs pinpool failed (${rc})")
+endif()
+string(FIND "${pc_flags}" "-I${prefix}/" at)
+if(at EQUAL -1)
+    message(FATAL_ERROR "consumer_test: pkg-config gave '${pc_flags}', without -I${prefix}/...")
+endif()
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+run("compile with pkg-config" "${PP_C_COMPILER}" -std=c11 -Wall -Wextra -Werror
+    "${PP_SOURCE_DIR}/tests/consumer/main.c" -o "${PP_WORK_DIR}/consumer_pkgconfig"
+    ${pc_flags})
+set(ENV{LD_LIBRARY_PATH} "${libdir}")
+run("run consumer_pkgconfig" "${PP_WORK_DIR}/consumer_pkgconfig")
+
+message(STATUS "consumer_test: ok")

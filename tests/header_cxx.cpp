@@ -1,0 +1,25 @@
+// pinpool.h compiles alone as C++11 with -Wall -Wextra -Werror -pedantic:
+// it is included first and nothing else is.
+#include <pinpool.h>
+
+int main()
+{
+    pp_options_t opt = PP_OPTIONS_INIT;
+    pp_type_t type = { "header", 0, 0, 0, 0, PP_TYPE_NOSWAP };
+    pp_entry_info_t info = pp_entry_info_t();
+    pp_ref_t ref = (static_cast<pp_ref_t>(3) << 58) |
+                   (static_cast<pp_ref_t>(5) << 32) | 7u;
+    const char *(*err_name)(int) = pp_err_name;
+    int (*pin)(pp_pool_t *, pp_ref_t, unsigned, void **, const char *, int) =
+        pp_pin_loc;
+
+    (void)opt;
+    (void)type;
+    (void)info;
+    (void)pin;
+    if (pp_ref_node(ref) != 3 || pp_ref_slot(ref) != 5 || pp_ref_gen(ref) != 7)
+        return 1;
+    if (PP_ON_NODE(1) == 0 || PP_OK != 0 || PP_ESTALE >= 0)
+        return 1;
+    return err_name(PP_EINVAL) == 0;
+}

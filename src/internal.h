@@ -231,6 +231,24 @@ static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
         return NULL;
     return &seg[slot & (PP__SEG_SLOTS - 1)];
 }
+pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
+static inline pp__thread_t *pp__thread_get(pp_pool_t *pool);
+
+/* The prologue of every call that takes a ref: the entry the ref names and
+ * the calling thread's record.  0, PP_EINVAL, PP_ESTALE or PP_ENOMEM. */
+static inline int pp__begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
+                            pp__thread_t **t)
+{
+    if (PP__UNLIKELY(pool == NULL))
+        return PP_EINVAL;
+    *e = pp__lookup(pool, ref);
+    if (PP__UNLIKELY(*e == NULL))
+        return PP_ESTALE;
+    *t = pp__thread_get(pool);
+    if (PP__UNLIKELY(*t == NULL))
+        return PP_ENOMEM;
+    return 0;
+}
 pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t);
 void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t);
@@ -299,5 +317,8 @@ bool pp__pool_is_valid(pp_pool_t *pool);
 
 /* Test hooks (used only by tests/). */
 int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners);
+/* Gives a live, unpinned entry generation gen; its new ref in *out.
+ * Single-threaded use only (no other call may touch the entry). */
+int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out);
 
 #endif /* PP_INTERNAL_H */

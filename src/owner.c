@@ -69,14 +69,11 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
 
 int pp_retain(pp_pool_t *pool, pp_ref_t ref)
 {
-    if (pool == NULL)
-        return PP_EINVAL;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (e == NULL)
-        return PP_ESTALE;
-    pp__thread_t *t = pp__thread_get(pool);
-    if (t == NULL)
-        return PP_ENOMEM;
+    pp__entry_t *e;
+    pp__thread_t *t;
+    int rc = pp__begin(pool, ref, &e, &t);
+    if (rc != 0)
+        return rc;
     uint32_t gen = pp_ref_gen(ref);
     uint64_t ow = pp__atomic_load_relaxed(&e->ow);
     do {
@@ -113,14 +110,11 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
 
 int pp_release(pp_pool_t *pool, pp_ref_t ref)
 {
-    if (pool == NULL)
-        return PP_EINVAL;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (e == NULL)
-        return PP_ESTALE;
-    pp__thread_t *t = pp__thread_get(pool);
-    if (t == NULL)
-        return PP_ENOMEM;
+    pp__entry_t *e;
+    pp__thread_t *t;
+    int rc = pp__begin(pool, ref, &e, &t);
+    if (rc != 0)
+        return rc;
     uint32_t gen = pp_ref_gen(ref);
     uint64_t ow = pp__atomic_load_relaxed(&e->ow);
     do {
@@ -148,5 +142,23 @@ int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners)
             return PP_ESTALE;
     } while (!pp__atomic_cas_weak_relaxed(&e->ow, &ow,
                                           ((uint64_t)pp_ref_gen(ref) << PP__GEN_SHIFT) | owners));
+    return 0;
+}
+
+int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out)
+{
+    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
+    if (e == NULL || gen == 0 || out == NULL)
+        return PP_EINVAL;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) || (pw & PP__F_DEAD) ||
+        pp__pw_pins(pw) != 0)
+        return PP_ESTALE;
+    uint64_t low = ((uint64_t)1 << PP__GEN_SHIFT) - 1;
+    pp__atomic_store_relaxed(&e->ow, (ow & low) | ((uint64_t)gen << PP__GEN_SHIFT));
+    /* release: as in pp_put, the new generation publishes the entry. */
+    pp__atomic_store_release(&e->pw, (pw & low) | ((uint64_t)gen << PP__GEN_SHIFT));
+    *out = pp__ref_make(pp_ref_node(ref), pp_ref_slot(ref), gen);
     return 0;
 }

@@ -39,15 +39,14 @@ static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
 int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                const char *file, int line)
 {
-    if (PP__UNLIKELY(pool == NULL || (flags & ~PP__PIN_FLAGS) != 0))
+    if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0))
         return PP_EINVAL;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (PP__UNLIKELY(e == NULL))
-        return PP_ESTALE;
-    pp__thread_t *t = pp__thread_get(pool);
-    if (PP__UNLIKELY(t == NULL))
-        return PP_ENOMEM;
-    int rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
+    pp__entry_t *e;
+    pp__thread_t *t;
+    int rc = pp__begin(pool, ref, &e, &t);
+    if (PP__UNLIKELY(rc != 0))
+        return rc;
+    rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
     if (PP__UNLIKELY(rc != 0))
         return rc;
     if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0) {
@@ -218,16 +217,14 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
 
 int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
 {
-    if (pool == NULL || data == NULL)
+    if (data == NULL)
         return PP_EINVAL;
-    pp__thread_t *t = pp__thread_get(pool);
-    if (t == NULL)
-        return PP_ENOMEM;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (e == NULL)
-        return PP_ESTALE;
+    pp__entry_t *e;
+    pp__thread_t *t;
+    int rc = pp__begin(pool, ref, &e, &t);
+    if (rc != 0)
+        return rc;
     uint32_t gen = pp_ref_gen(ref);
-    int rc = 0;
     /* The section keeps the slot from being recycled between the check of
      * the state word and the read of e->data. */
     pp__section_enter(t);

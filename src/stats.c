@@ -53,15 +53,13 @@ static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q,
 
 int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
 {
-    if (pool == NULL || out == NULL)
+    if (out == NULL)
         return PP_EINVAL;
-    pp__thread_t *t = pp__thread_get(pool);
-    if (t == NULL)
-        return PP_ENOMEM;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (e == NULL)
-        return PP_ESTALE;
-    int rc = 0;
+    pp__entry_t *e;
+    pp__thread_t *t;
+    int rc = pp__begin(pool, ref, &e, &t);
+    if (rc != 0)
+        return rc;
     /* The section keeps the slot from being recycled while we read it. */
     pp__section_enter(t);
     /* acquire: pairs with the putter's release; size and type are set. */

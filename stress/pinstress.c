@@ -682,7 +682,6 @@ static void stale_call(thr_t *t, pp_ref_t ref, uint64_t k)
     void *d = NULL;
     void *dv[2] = { NULL, NULL };
     pp_entry_info_t in;
-    int rc;
     t->stale_checks++;
     switch (rndn(t, 12)) {
     case 0:

@@ -1,0 +1,610 @@
+/* test_pin.c -- pin, unpin, pin_many, unpin_many, get, prefetch (src/pin.c). */
+#include "helpers.h"
+
+static uint32_t pins_of(pp_pool_t *pool, pp_ref_t r)
+{
+    return test_stat(pool, r).pins;
+}
+
+Test(pin, pin_returns_data_pointer, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    void *buf = ct_buf(ct, 0, 200);
+    pp_ref_t r;
+    assert_rc(pp_put(pool, buf, 200, &ct->type, 0, &r), 0);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, 0, &p), 0);
+    cr_assert_eq(p, buf);
+    cr_assert(ct_check(p, 0, 200));
+    assert_rc(pp_pin(pool, r, 0, NULL), 0); /* data may be NULL */
+    cr_assert_eq(pins_of(pool, r), 2);
+    assert_rc(pp_unpin(pool, r), 0);
+    assert_rc(pp_unpin(pool, r), 0);
+    cr_assert_eq(pins_of(pool, r), 0);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    ct_delete(ct);
+}
+
+Test(pin, nested_pins_and_unbalanced_unpin, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    for (uint32_t i = 1; i <= 5; i++) {
+        assert_rc(pp_pin(pool, r, 0, NULL), 0);
+        cr_assert_eq(pins_of(pool, r), i);
+    }
+    for (uint32_t i = 5; i-- > 0;) {
+        assert_rc(pp_unpin(pool, r), 0);
+        cr_assert_eq(pins_of(pool, r), i);
+    }
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.pins, 0);
+    cr_assert_eq(info.owners, 1);
+    cr_assert_eq(info.state & PP_STATE_DEAD, 0);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 5);
+    cr_assert_eq(s.total.unpins, 5);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    ct_delete(ct);
+}
+
+Test(pin, pin_overflow, .timeout = 60)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    for (uint32_t i = 0; i < PP_MAX_PINS; i++) {
+        int rc = pp_pin(pool, r, 0, NULL);
+        if (rc != 0)
+            cr_assert_fail("pin %u of %u: %s", i + 1, PP_MAX_PINS,
+                           pp_err_name(rc));
+    }
+    cr_assert_eq(pins_of(pool, r), PP_MAX_PINS);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, 0, &p), PP_EOVERFLOW);
+    assert_rc(pp_pin(pool, r, PP_PIN_WRITE, &p), PP_EOVERFLOW);
+    assert_rc(pp_pin_many(pool, &r, 1, 0, NULL), PP_EOVERFLOW);
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.pins, PP_MAX_PINS);
+    cr_assert_eq(info.owners, 1);
+    cr_assert_eq(info.state & (PP_STATE_DEAD | PP_STATE_DIRTY), 0);
+    /* The other calls still work on a fully pinned entry. */
+    assert_rc(pp_retain(pool, r), 0);
+    assert_rc(pp_release(pool, r), 0);
+    /* One unpin makes room for one pin. */
+    assert_rc(pp_unpin(pool, r), 0);
+    assert_rc(pp_pin(pool, r, 0, &p), 0);
+    cr_assert(ct_check(p, 0, 64));
+    for (uint32_t i = 0; i < PP_MAX_PINS; i++) {
+        int rc = pp_unpin(pool, r);
+        if (rc != 0)
+            cr_assert_fail("unpin %u: %s", i + 1, pp_err_name(rc));
+    }
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    info = test_stat(pool, r);
+    cr_assert_eq(info.pins, 0);
+    cr_assert_eq(info.owners, 1);
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, pin_keeps_dead_entry_alive, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 512, 0);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, 0, &p), 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    assert_rc(pp_release(pool, r), 0); /* last owner: dead, but pinned */
+
+    void *q = NULL;
+    assert_rc(pp_pin(pool, r, 0, &q), PP_ESTALE);
+    assert_rc(pp_pin_many(pool, &r, 1, 0, NULL), PP_ESTALE);
+    cr_assert_eq(pins_of(pool, r), 2);
+
+    /* No free while pinned: nothing is queued, so a drain returns and the
+     * data is still there. */
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 0);
+    cr_assert(ct_check(p, 0, 512));
+    assert_rc(pp_unpin(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 0);
+    cr_assert(ct_check(p, 0, 512));
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.pins, 1);
+    cr_assert_eq(info.state, PP_STATE_RESIDENT | PP_STATE_DEAD);
+
+    /* The last unpin queues it: from then on it is no longer described. */
+    assert_rc(pp_unpin(pool, r), 0);
+    assert_rc(pp_stat(pool, r, &info), PP_ESTALE);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    cr_assert_neq(ct_tid(ct, 0), (int)gettid());
+    assert_rc(pp_unpin(pool, r), PP_ESTALE);
+    assert_rc(pp_pin(pool, r, 0, &q), PP_ESTALE);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    ct_delete(ct);
+}
+
+/* ---- pin on one thread, unpin on another ------------------------------- */
+
+typedef struct xarg {
+    pp_pool_t *pool;
+    pp_ref_t ref;
+    int rc;
+    void *p;
+} xarg_t;
+
+static void *do_unpin(void *arg)
+{
+    xarg_t *a = arg;
+    a->rc = pp_unpin(a->pool, a->ref);
+    return NULL;
+}
+
+static void *do_pin(void *arg)
+{
+    xarg_t *a = arg;
+    a->rc = pp_pin(a->pool, a->ref, 0, &a->p);
+    return NULL;
+}
+
+Test(pin, pin_and_unpin_on_different_threads, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    pthread_t t;
+
+    /* Pinned here, unpinned there. */
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    xarg_t a = {pool, r, -100, NULL};
+    test_thread_start(&t, do_unpin, &a);
+    test_thread_join(t);
+    assert_rc(a.rc, 0);
+    cr_assert_eq(pins_of(pool, r), 0);
+
+    /* Pinned there, unpinned here. */
+    xarg_t b = {pool, r, -100, NULL};
+    test_thread_start(&t, do_pin, &b);
+    test_thread_join(t);
+    assert_rc(b.rc, 0);
+    cr_assert(ct_check(b.p, 0, 64));
+    cr_assert_eq(pins_of(pool, r), 1);
+
+    /* The final unpin, after the last release, on another thread. */
+    assert_rc(pp_release(pool, r), 0);
+    xarg_t c = {pool, r, -100, NULL};
+    test_thread_start(&t, do_unpin, &c);
+    test_thread_join(t);
+    assert_rc(c.rc, 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* ---- pin_many / unpin_many -------------------------------------------- */
+
+Test(pin, pin_many_all_or_none, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    unsigned nodes = test_nodes(pool);
+    ct_t *ct = ct_new(5);
+    pp_ref_t v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = ct_put(pool, ct, i, 64, PP_ON_NODE(i % nodes));
+    pp_ref_t dead = ct_put(pool, ct, 4, 64, 0);
+    assert_rc(pp_release(pool, dead), 0);
+    test_drain(pool);
+
+    /* The stale ref first, in the middle, last. */
+    for (int pos = 0; pos < 5; pos++) {
+        pp_ref_t refs[5];
+        for (int i = 0, k = 0; i < 5; i++)
+            refs[i] = i == pos ? dead : v[k++];
+        void *data[5] = {0};
+        assert_rc(pp_pin_many(pool, refs, 5, 0, data), PP_ESTALE);
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(pins_of(pool, v[i]), 0, "pos %d ref %d", pos, i);
+        /* Garbage instead of a reclaimed ref. */
+        refs[pos] = 0xdeadbeefcafef00dull;
+        assert_rc(pp_pin_many(pool, refs, 5, PP_PIN_WRITE, data), PP_ESTALE);
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(pins_of(pool, v[i]), 0, "pos %d ref %d", pos, i);
+    }
+    /* Unknown flags: nothing pinned. */
+    assert_rc(pp_pin_many(pool, v, 4, 0x80u, NULL), PP_EINVAL);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pins_of(pool, v[i]), 0);
+
+    /* All valid: all pinned, pointers filled in order. */
+    void *data[4] = {0};
+    assert_rc(pp_pin_many(pool, v, 4, 0, data), 0);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(pins_of(pool, v[i]), 1);
+        cr_assert(ct_check(data[i], i, 64), "data[%d]", i);
+    }
+    assert_rc(pp_unpin_many(pool, v, 4), 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pins_of(pool, v[i]), 0);
+    /* n == 0 succeeds, data NULL too. */
+    assert_rc(pp_pin_many(pool, v, 0, 0, NULL), 0);
+    assert_rc(pp_unpin_many(pool, v, 0), 0);
+    assert_rc(pp_pin_many(pool, v, 4, 0, NULL), 0);
+    assert_rc(pp_unpin_many(pool, v, 4), 0);
+
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, s.total.unpins);
+    test_destroy(pool);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(ct_frees(ct, i), 1);
+    ct_delete(ct);
+}
+
+Test(pin, pin_many_all_or_none_on_overflow, .timeout = 60)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t a = ct_put(pool, ct, 0, 64, 0);
+    pp_ref_t b = ct_put(pool, ct, 1, 64, 0);
+    for (uint32_t i = 0; i < PP_MAX_PINS - 1; i++) {
+        int rc = pp_pin(pool, a, 0, NULL);
+        if (rc != 0)
+            cr_assert_fail("pin %u: %s", i, pp_err_name(rc));
+    }
+    /* a can take one more pin, not two. */
+    pp_ref_t refs[3] = {b, a, a};
+    assert_rc(pp_pin_many(pool, refs, 3, 0, NULL), PP_EOVERFLOW);
+    cr_assert_eq(pins_of(pool, a), PP_MAX_PINS - 1);
+    cr_assert_eq(pins_of(pool, b), 0);
+    assert_rc(pp_pin_many(pool, refs, 2, 0, NULL), 0);
+    cr_assert_eq(pins_of(pool, a), PP_MAX_PINS);
+    cr_assert_eq(pins_of(pool, b), 1);
+    assert_rc(pp_unpin_many(pool, refs, 2), 0);
+    for (uint32_t i = 0; i < PP_MAX_PINS - 1; i++) {
+        int rc = pp_unpin(pool, a);
+        if (rc != 0)
+            cr_assert_fail("unpin %u: %s", i, pp_err_name(rc));
+    }
+    cr_assert_eq(pins_of(pool, a), 0);
+    cr_assert_eq(pins_of(pool, b), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, pin_many_duplicates, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t a = ct_put(pool, ct, 0, 64, 0);
+    pp_ref_t b = ct_put(pool, ct, 1, 64, 0);
+    pp_ref_t refs[5] = {a, a, b, a, b};
+    void *data[5] = {0};
+    assert_rc(pp_pin_many(pool, refs, 5, 0, data), 0);
+    cr_assert_eq(pins_of(pool, a), 3);
+    cr_assert_eq(pins_of(pool, b), 2);
+    for (int i = 0; i < 5; i++)
+        cr_assert(ct_check(data[i], refs[i] == a ? 0 : 1, 64), "data[%d]", i);
+    cr_assert_eq(data[0], data[1]);
+    cr_assert_eq(data[2], data[4]);
+
+    /* Unpinning a three times when it holds 3 pins works; a duplicate list
+     * with more occurrences than pins does not (and changes nothing). */
+    pp_ref_t too_many[4] = {a, a, a, a};
+    assert_rc(pp_unpin_many(pool, too_many, 4), PP_ENOTPINNED);
+    cr_assert_eq(pins_of(pool, a), 3);
+    assert_rc(pp_unpin_many(pool, refs, 5), 0);
+    cr_assert_eq(pins_of(pool, a), 0);
+    cr_assert_eq(pins_of(pool, b), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, unpin_many_checks_first, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(4);
+    pp_ref_t a = ct_put(pool, ct, 0, 64, 0);
+    pp_ref_t b = ct_put(pool, ct, 1, 64, 0);
+    pp_ref_t c = ct_put(pool, ct, 2, 64, 0);
+    pp_ref_t d = ct_put(pool, ct, 3, 64, 0);
+    assert_rc(pp_release(pool, d), 0);
+    test_drain(pool);
+    assert_rc(pp_pin(pool, a, 0, NULL), 0);
+    assert_rc(pp_pin(pool, b, 0, NULL), 0);
+
+    /* c holds no pin: nothing is unpinned, wherever c stands. */
+    pp_ref_t l1[3] = {a, b, c};
+    assert_rc(pp_unpin_many(pool, l1, 3), PP_ENOTPINNED);
+    pp_ref_t l2[3] = {c, a, b};
+    assert_rc(pp_unpin_many(pool, l2, 3), PP_ENOTPINNED);
+    cr_assert_eq(pins_of(pool, a), 1);
+    cr_assert_eq(pins_of(pool, b), 1);
+    /* A reclaimed ref: PP_ESTALE, nothing unpinned. */
+    pp_ref_t l3[3] = {a, d, b};
+    assert_rc(pp_unpin_many(pool, l3, 3), PP_ESTALE);
+    cr_assert_eq(pins_of(pool, a), 1);
+    cr_assert_eq(pins_of(pool, b), 1);
+    /* Twice a ref that holds one pin. */
+    pp_ref_t l4[3] = {a, b, a};
+    assert_rc(pp_unpin_many(pool, l4, 3), PP_ENOTPINNED);
+    cr_assert_eq(pins_of(pool, a), 1);
+    cr_assert_eq(pins_of(pool, b), 1);
+
+    pp_ref_t ok[2] = {b, a};
+    assert_rc(pp_unpin_many(pool, ok, 2), 0);
+    cr_assert_eq(pins_of(pool, a), 0);
+    cr_assert_eq(pins_of(pool, b), 0);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 2);
+    cr_assert_eq(s.total.unpins, 2);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, unpin_many_final_unpins_queue, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(3);
+    pp_ref_t v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = ct_put(pool, ct, i, 64, 0);
+    assert_rc(pp_pin_many(pool, v, 3, 0, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        assert_rc(pp_release(pool, v[i]), 0);
+    test_drain(pool);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(ct_frees(ct, i), 0);
+    assert_rc(pp_unpin_many(pool, v, 3), 0);
+    test_drain(pool);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(ct_frees(ct, i), 1);
+        cr_assert_neq(ct_tid(ct, i), (int)gettid());
+    }
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* ---- flags --------------------------------------------------------------- */
+
+Test(pin, pin_write_sets_dirty, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_DIRTY, 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_DIRTY, 0,
+                 "a read pin made the entry dirty");
+    assert_rc(pp_unpin(pool, r), 0);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, PP_PIN_WRITE, &p), 0);
+    cr_assert(ct_check(p, 0, 64));
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_DIRTY, PP_STATE_DIRTY);
+    assert_rc(pp_unpin(pool, r), 0);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_DIRTY, PP_STATE_DIRTY);
+
+    /* Through pp_pin_many too. */
+    pp_ref_t r2 = ct_put(pool, ct, 1, 64, 0);
+    assert_rc(pp_pin_many(pool, &r2, 1, PP_PIN_WRITE | PP_PIN_NOWAIT, NULL), 0);
+    cr_assert_eq(test_stat(pool, r2).state & PP_STATE_DIRTY, PP_STATE_DIRTY);
+    assert_rc(pp_unpin(pool, r2), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, pin_nowait_on_resident_entry, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_RESIDENT, PP_STATE_RESIDENT);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, PP_PIN_NOWAIT, &p), 0);
+    cr_assert(ct_check(p, 0, 64));
+    assert_rc(pp_pin(pool, r, PP_PIN_NOWAIT | PP_PIN_WRITE, &p), 0);
+    cr_assert_eq(pins_of(pool, r), 2);
+    assert_rc(pp_unpin(pool, r), 0);
+    assert_rc(pp_unpin(pool, r), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, unknown_pin_flags, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    static const unsigned bad[] = {0x4u, 0x8u, 0x100u, 0x80000000u,
+                                   PP_PIN_WRITE | 0x10u, ~0u};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        void *p = NULL;
+        cr_assert_eq(pp_pin(pool, r, bad[i], &p), PP_EINVAL, "flags 0x%x",
+                     bad[i]);
+    }
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.pins, 0);
+    cr_assert_eq(info.state & PP_STATE_DIRTY, 0);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(pin, prefetch, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    assert_rc(pp_prefetch(pool, r), 0);
+    assert_rc(pp_prefetch(pool, PP_REF_NONE), PP_ESTALE);
+    assert_rc(pp_prefetch(pool, r ^ 0x1), PP_ESTALE);
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.pins, 0);
+    cr_assert_eq(info.state & PP_STATE_RESIDENT, PP_STATE_RESIDENT);
+    assert_rc(pp_release(pool, r), 0);
+    assert_rc(pp_prefetch(pool, r), PP_ESTALE); /* dead */
+    test_drain(pool);
+    assert_rc(pp_prefetch(pool, r), PP_ESTALE); /* reclaimed */
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* ---- escaped access ------------------------------------------------------ */
+
+Test(pin, get_marks_escaped, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    void *buf = ct_buf(ct, 0, 64);
+    pp_ref_t r;
+    assert_rc(pp_put(pool, buf, 64, &ct->type, 0, &r), 0);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_ESCAPED, 0);
+    assert_rc(pp_get(pool, r, NULL), PP_EINVAL);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_ESCAPED, 0);
+    void *p = NULL;
+    assert_rc(pp_get(pool, r, &p), 0);
+    cr_assert_eq(p, buf);
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.state & PP_STATE_ESCAPED, PP_STATE_ESCAPED);
+    cr_assert_eq(info.pins, 0, "pp_get took a pin");
+    cr_assert_eq(info.owners, 1);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.gets, 1);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    ct_delete(ct);
+}
+
+Test(pin, escaped_entry_lives_until_last_release, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 256, 0);
+    assert_rc(pp_retain(pool, r), 0);
+    void *p = NULL;
+    assert_rc(pp_get(pool, r, &p), 0);
+    assert_rc(pp_release(pool, r), 0);
+    /* One owner left: alive and readable, even after a drain. */
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 0);
+    cr_assert(ct_check(p, 0, 256));
+    pp_entry_info_t info = test_stat(pool, r);
+    cr_assert_eq(info.owners, 1);
+    cr_assert_eq(info.state & PP_STATE_DEAD, 0);
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    assert_rc(pp_get(pool, r, &p), PP_ESTALE);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    cr_assert_eq(atomic_load(&ct->bad), 0);
+    ct_delete(ct);
+}
+
+/* ---- memory ordering ---------------------------------------------------- */
+
+#define ORD_ROUNDS 2000
+#define ORD_SIZE 4096
+
+typedef struct ord {
+    pp_pool_t *pool;
+    pp_ref_t ref;
+    /* Relaxed on purpose: the flags only say *when* to pin; the data must
+     * be ordered by pp_unpin (release) and pp_pin (acquire) alone, so a
+     * missing acquire or release shows up as a wrong pattern here and as a
+     * data race under ThreadSanitizer. */
+    atomic_int written; /* round whose data the writer has unpinned */
+    atomic_int checked; /* round the reader has checked and unpinned */
+} ord_t;
+
+static bool ord_wait(atomic_int *v, int want)
+{
+    return WAIT_UNTIL(atomic_load_explicit(v, memory_order_relaxed) >= want,
+                      TEST_WAIT_MS);
+}
+
+static void *ord_writer(void *arg)
+{
+    ord_t *o = arg;
+    for (int round = 1; round <= ORD_ROUNDS; round++) {
+        if (!ord_wait(&o->checked, round - 1)) {
+            TCHECK(false, "writer: reader stuck before round %d", round);
+            break;
+        }
+        void *p = NULL;
+        int rc = pp_pin(o->pool, o->ref, PP_PIN_WRITE, &p);
+        TCHECK(rc == 0, "writer pin: %s", pp_err_name(rc));
+        if (rc != 0)
+            break;
+        fill_pattern(p, ORD_SIZE, (uint64_t)round);
+        rc = pp_unpin(o->pool, o->ref);
+        TCHECK(rc == 0, "writer unpin: %s", pp_err_name(rc));
+        atomic_store_explicit(&o->written, round, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void *ord_reader(void *arg)
+{
+    ord_t *o = arg;
+    for (int round = 1; round <= ORD_ROUNDS; round++) {
+        if (!ord_wait(&o->written, round)) {
+            TCHECK(false, "reader: writer stuck before round %d", round);
+            break;
+        }
+        void *p = NULL;
+        int rc = pp_pin(o->pool, o->ref, 0, &p);
+        TCHECK(rc == 0, "reader pin: %s", pp_err_name(rc));
+        if (rc != 0)
+            break;
+        TCHECK(check_pattern(p, ORD_SIZE, (uint64_t)round),
+               "round %d: the reader does not see the writer's data", round);
+        rc = pp_unpin(o->pool, o->ref);
+        TCHECK(rc == 0, "reader unpin: %s", pp_err_name(rc));
+        atomic_store_explicit(&o->checked, round, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+Test(pin, unpin_publishes_writes_to_next_pin, .timeout = 60)
+{
+    ord_t o;
+    o.pool = test_pool(NULL);
+    void *buf = calloc(1, ORD_SIZE);
+    assert_rc(pp_put(o.pool, buf, ORD_SIZE, NULL, 0, &o.ref), 0);
+    atomic_init(&o.written, 0);
+    atomic_init(&o.checked, 0);
+    pthread_t w, r;
+    test_thread_start(&r, ord_reader, &o);
+    test_thread_start(&w, ord_writer, &o);
+    test_thread_join(w);
+    test_thread_join(r);
+    TCHECK_NONE();
+    cr_assert_eq(atomic_load(&o.checked), ORD_ROUNDS);
+    pp_entry_info_t info = test_stat(o.pool, o.ref);
+    cr_assert_eq(info.pins, 0);
+    cr_assert_eq(info.state & PP_STATE_DIRTY, PP_STATE_DIRTY);
+    assert_rc(pp_release(o.pool, o.ref), 0);
+    test_drain(o.pool);
+    test_destroy(o.pool);
+}

@@ -1,0 +1,452 @@
+/* test_pool.c -- pool creation, options, memory limit, destroy (src/pool.c). */
+#include "helpers.h"
+
+/* A pool is usable: a put, a pin that sees the data, a release, a drain.
+ * The counting types are deleted at the end of the test (after destroy):
+ * see drain_happens_after_frees for why not right after the drain. */
+static ct_t *g_ex[8];
+static int g_nex;
+
+static void exercise(pp_pool_t *pool)
+{
+    cr_assert_lt(g_nex, 8);
+    ct_t *ct = g_ex[g_nex++] = ct_new(1);
+    pp_ref_t ref = ct_put(pool, ct, 0, 256, 0);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, ref, 0, &p), 0);
+    cr_assert(ct_check(p, 0, 256));
+    assert_rc(pp_unpin(pool, ref), 0);
+    assert_rc(pp_release(pool, ref), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    cr_assert_eq(atomic_load(&ct->bad), 0);
+}
+
+/* After the pools are destroyed. */
+static void exercise_done(void)
+{
+    for (int i = 0; i < g_nex; i++)
+        ct_delete(g_ex[i]);
+    g_nex = 0;
+}
+
+Test(pool, create_destroy_null_options, .timeout = 30)
+{
+    pp_pool_t *pool = NULL;
+    assert_rc(pp_pool_create(NULL, &pool), 0);
+    cr_assert_not_null(pool);
+    exercise(pool);
+    test_destroy(pool);
+    exercise_done();
+}
+
+Test(pool, create_destroy_test_pool_null, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    exercise(pool);
+    test_destroy(pool);
+    exercise_done();
+}
+
+Test(pool, create_destroy_options_init, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    pp_pool_t *pool = test_pool(&o);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert(s.nodes >= 1 && s.nodes <= PP_MAX_NODES, "nodes %u", s.nodes);
+    cr_assert_eq(s.mem_limit, 0);
+    cr_assert_eq(s.total.entries, 0);
+    cr_assert_eq(s.total.resident_bytes, 0);
+    exercise(pool);
+    test_destroy(pool);
+    exercise_done();
+}
+
+Test(pool, empty_pool_destroys_at_once, .timeout = 30)
+{
+    for (int i = 0; i < 4; i++) {
+        pp_pool_t *pool = test_pool(NULL);
+        test_destroy(pool);
+    }
+}
+
+Test(pool, two_pools_at_once, .timeout = 30)
+{
+    pp_pool_t *a = test_pool(NULL), *b = test_pool(NULL);
+    cr_assert_neq(a, b);
+    exercise(a);
+    exercise(b);
+    test_destroy(a);
+    exercise(b);
+    test_destroy(b);
+    exercise_done();
+}
+
+Test(pool, invalid_arguments, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    pp_pool_t *pool = NULL;
+    assert_rc(pp_pool_create(NULL, NULL), PP_EINVAL);
+    assert_rc(pp_pool_create(&o, NULL), PP_EINVAL);
+    assert_rc(test_pool_create(&o, NULL), PP_EINVAL);
+
+    static const unsigned bad_flags[] = {0x2u, 0x4u, 0x100u, 0x80000000u,
+                                         PP_TRACK_PINS | 0x10u, ~0u};
+    for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
+        o.flags = bad_flags[i];
+        pool = NULL;
+        assert_rc(test_pool_create(&o, &pool), PP_EINVAL);
+    }
+    assert_rc(pp_pool_destroy(NULL), PP_EINVAL);
+}
+
+Test(pool, swap_dir_not_supported, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.swap_dir = "/tmp";
+    pp_pool_t *pool = NULL;
+    assert_rc(test_pool_create(&o, &pool), PP_ENOTSUP);
+    o.swap_limit = 1u << 20;
+    assert_rc(test_pool_create(&o, &pool), PP_ENOTSUP);
+}
+
+Test(pool, bad_topology, .timeout = 30)
+{
+    static const char *bad[] = {
+        "this is not a topology",
+        "numa:x pu:1",
+        "pack:2 bogus:3",
+        "/nonexistent/dir/topology.xml",
+        "does-not-exist.xml",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pp_options_t o = PP_OPTIONS_INIT;
+        o.topology = bad[i];
+        pp_pool_t *pool = NULL;
+        assert_rc(pp_pool_create(&o, &pool), PP_ETOPOLOGY);
+    }
+
+    /* A file that exists but is not hwloc XML. */
+    char path[] = "/tmp/pinpool-badtopo-XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    cr_assert(fd >= 0);
+    const char junk[] = "<not><hwloc/></not>\n";
+    cr_assert_eq(write(fd, junk, sizeof junk - 1), (ssize_t)(sizeof junk - 1));
+    close(fd);
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.topology = path;
+    pp_pool_t *pool = NULL;
+    int rc = pp_pool_create(&o, &pool);
+    unlink(path);
+    assert_rc(rc, PP_ETOPOLOGY);
+}
+
+Test(pool, too_many_nodes_not_supported, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.topology = "numa:65 pu:1";
+    pp_pool_t *pool = NULL;
+    assert_rc(pp_pool_create(&o, &pool), PP_ENOTSUP);
+
+    /* Exactly PP_MAX_NODES is fine. */
+    o.topology = "numa:64 pu:1";
+    pool = test_pool(&o);
+    cr_assert_eq(test_nodes(pool), PP_MAX_NODES);
+    exercise(pool);
+    test_destroy(pool);
+    exercise_done();
+}
+
+#define LIMIT_SZ 4096u
+#define LIMIT (16u * LIMIT_SZ)
+#define MAX_PUTS 1000
+
+Test(pool, mem_limit_is_a_hard_cap, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.mem_limit = LIMIT;
+    pp_pool_t *pool = test_pool(&o);
+    ct_t *ct = ct_new(MAX_PUTS + 2);
+    pp_ref_t refs[MAX_PUTS];
+    pp_stats_t s;
+
+    test_stats(pool, &s);
+    cr_assert_eq(s.mem_limit, (size_t)LIMIT);
+
+    size_t n = 0;
+    void *rejected = NULL;
+    for (; n < MAX_PUTS; n++) {
+        void *buf = ct_buf(ct, n, LIMIT_SZ);
+        int rc = pp_put(pool, buf, LIMIT_SZ, &ct->type, 0, &refs[n]);
+        if (rc != 0) {
+            assert_rc(rc, PP_ENOMEM);
+            rejected = buf;
+            break;
+        }
+        test_stats(pool, &s);
+        cr_assert_leq(s.total.resident_bytes, (uint64_t)LIMIT);
+    }
+    cr_assert_not_null(rejected, "no put failed under a %u-byte limit", LIMIT);
+    /* The limit is neither passed nor refused early: the failed put would
+     * have passed it. */
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.entries, n);
+    cr_assert_eq(s.total.resident_bytes, (uint64_t)n * LIMIT_SZ);
+    cr_assert_gt(s.total.resident_bytes + LIMIT_SZ, (uint64_t)LIMIT,
+                 "put refused at %" PRIu64 " resident bytes",
+                 s.total.resident_bytes);
+    /* The failed put left ownership with the caller: the buffer is intact
+     * and never freed by the pool. */
+    cr_assert(ct_check(rejected, n, LIMIT_SZ));
+    cr_assert_eq(ct_frees(ct, n), 0);
+
+    /* Another put still fails. */
+    pp_ref_t r2 = PP_REF_NONE;
+    assert_rc(pp_put(pool, rejected, LIMIT_SZ, &ct->type, 0, &r2), PP_ENOMEM);
+
+    /* After a release and a drain, a put fits again. */
+    assert_rc(pp_release(pool, refs[0]), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.resident_bytes, (uint64_t)(n - 1) * LIMIT_SZ);
+    assert_rc(pp_put(pool, rejected, LIMIT_SZ, &ct->type, 0, &refs[0]), 0);
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.resident_bytes, (uint64_t)n * LIMIT_SZ);
+    cr_assert_leq(s.total.resident_bytes, (uint64_t)LIMIT);
+
+    /* A buffer the pool refuses stays ours: free it ourselves. */
+    void *extra = ct_buf(ct, n + 1, LIMIT_SZ);
+    assert_rc(pp_put(pool, extra, LIMIT_SZ, &ct->type, 0, &r2), PP_ENOMEM);
+    free(extra);
+
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+    test_drain(pool);
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.resident_bytes, 0);
+    cr_assert_eq(s.total.entries, 0);
+    test_destroy(pool);
+    for (size_t i = 0; i <= n; i++)
+        cr_assert_eq(ct_frees(ct, i), 1, "entry %zu", i);
+    cr_assert_eq(ct_frees(ct, n + 1), 0);
+    cr_assert_eq(atomic_load(&ct->total), n + 1); /* n + the first release */
+    cr_assert_eq(atomic_load(&ct->bad), 0);
+    ct_delete(ct);
+}
+
+Test(pool, destroy_with_pinned_entry_is_busy, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
+    pp_pool_t *pool = test_pool(&o);
+    ct_t *ct = ct_new(3);
+
+    pp_ref_t pinned = ct_put(pool, ct, 0, 128, 0);
+    pp_ref_t other = ct_put(pool, ct, 1, 128, 0);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, pinned, 0, &p), 0);
+
+    assert_rc(pp_pool_destroy(pool), PP_EBUSY);
+    char hex[32];
+    ref_hex(pinned, hex);
+    char *dump = report_dump(&rep);
+    cr_assert(report_has(&rep, 0, hex, NULL, NULL),
+              "no report line names the pinned ref %s:%s", hex, dump);
+    free(dump);
+    cr_assert(!rep.newline_seen);
+
+    /* The pool is intact and usable. */
+    cr_assert_eq(atomic_load(&ct->total), 0);
+    cr_assert(ct_check(p, 0, 128));
+    pp_entry_info_t info = test_stat(pool, pinned);
+    cr_assert_eq(info.pins, 1);
+    cr_assert_eq(info.owners, 1);
+    void *q = NULL;
+    assert_rc(pp_pin(pool, other, 0, &q), 0);
+    cr_assert(ct_check(q, 1, 128));
+    assert_rc(pp_unpin(pool, other), 0);
+    pp_ref_t third = ct_put(pool, ct, 2, 128, 0);
+    assert_rc(pp_release(pool, third), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 2), 1);
+
+    assert_rc(pp_unpin(pool, pinned), 0);
+    test_destroy(pool);
+    /* Entries still owned at destroy are freed exactly once. */
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(ct_frees(ct, i), 1, "entry %d", i);
+    cr_assert_eq(atomic_load(&ct->bad), 0);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+#define N_DESTROY 300
+
+Test(pool, destroy_frees_every_entry_once, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
+    pp_pool_t *pool = test_pool(&o);
+    unsigned nodes = test_nodes(pool);
+    ct_t *ct = ct_new(N_DESTROY);
+    pp_ref_t refs[N_DESTROY];
+
+    for (size_t i = 0; i < N_DESTROY; i++)
+        refs[i] = ct_put(pool, ct, i, 64 + i, PP_ON_NODE(i % nodes));
+
+    /* i % 3 == 0: released (dead, queued or freed before destroy);
+     * i % 3 == 1: still owned once; i % 3 == 2: still owned twice. */
+    size_t owned = 0;
+    for (size_t i = 0; i < N_DESTROY; i++) {
+        if (i % 3 == 0) {
+            assert_rc(pp_release(pool, refs[i]), 0);
+        } else {
+            owned++;
+            if (i % 3 == 2)
+                assert_rc(pp_retain(pool, refs[i]), 0);
+        }
+    }
+    pp_stats_t s;
+    test_stats(pool, &s);
+    int tids[PP_MAX_NODES];
+    for (unsigned n = 0; n < nodes; n++)
+        tids[n] = s.node[n].reclaimer_tid;
+
+    test_destroy(pool);
+    for (size_t i = 0; i < N_DESTROY; i++) {
+        cr_assert_eq(ct_frees(ct, i), 1, "entry %zu freed %u times", i,
+                     ct_frees(ct, i));
+        /* ...on its home node's reclaimer, never on this thread. */
+        cr_assert_neq(ct_tid(ct, i), (int)gettid(), "entry %zu", i);
+        cr_assert_eq(ct_tid(ct, i), tids[pp_ref_node(refs[i])], "entry %zu", i);
+    }
+    cr_assert_eq(atomic_load(&ct->total), N_DESTROY);
+    cr_assert_eq(atomic_load(&ct->bad), 0);
+
+    /* The leaked owners are reported: their number, and refs of some. */
+    char *dump = report_dump(&rep);
+    char num[32];
+    snprintf(num, sizeof num, " %zu ", owned);
+    cr_assert(report_has(&rep, 0, num, NULL, NULL),
+              "no report line gives the %zu leaked owners:%s", owned, dump);
+    size_t named = 0;
+    for (size_t i = 0; i < N_DESTROY; i++) {
+        char hex[32];
+        ref_hex(refs[i], hex);
+        if (report_has(&rep, 0, hex, NULL, NULL)) {
+            cr_assert_neq(i % 3, 0, "released entry %zu reported as leaked", i);
+            named++;
+        }
+    }
+    cr_assert_gt(named, 0, "no leaked ref named:%s", dump);
+    cr_assert(!rep.newline_seen);
+    free(dump);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(pool, destroy_without_leaks_reports_nothing, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
+    pp_pool_t *pool = test_pool(&o);
+    exercise(pool);
+    test_destroy(pool);
+    exercise_done();
+    char *dump = report_dump(&rep);
+    cr_assert_eq(report_cap_count(&rep), 0, "unexpected report:%s", dump);
+    free(dump);
+    report_cap_free(&rep);
+}
+
+/* pp_pool_drain returning 0 means the free functions of the entries it
+ * waited for have run: what they wrote is visible to the caller, and
+ * memory they used (the type's ctx) may be released right after.  The
+ * writes below are plain on purpose: without a happens-before edge from
+ * the free function to drain's return, ThreadSanitizer reports them. */
+typedef struct drain_ctx {
+    int freed;     /* plain int, written by the free function */
+    size_t bytes;  /* plain */
+} drain_ctx_t;
+
+static void drain_free(void *data, size_t size, void *ctx)
+{
+    drain_ctx_t *d = ctx;
+    d->freed++;
+    d->bytes += size;
+    free(data);
+}
+
+Test(pool, drain_happens_after_frees, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    drain_ctx_t *d = calloc(1, sizeof *d);
+    pp_type_t *type = calloc(1, sizeof *type);
+    type->name = "drain";
+    type->free = drain_free;
+    type->ctx = d;
+    for (int i = 0; i < 10; i++) {
+        pp_ref_t r;
+        assert_rc(pp_put(pool, malloc(16), 16, type, 0, &r), 0);
+        assert_rc(pp_release(pool, r), 0);
+    }
+    test_drain(pool);
+    cr_assert_eq(d->freed, 10);
+    cr_assert_eq(d->bytes, 160);
+    /* The type and its ctx are no longer needed: no entry uses them. */
+    free(type);
+    free(d);
+    test_destroy(pool);
+}
+
+/* Every call taking a pool: PP_EINVAL for a NULL pool, and no effect. */
+Test(pool, null_pool_is_einval, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    void *p = NULL;
+    pp_entry_info_t info;
+    pp_stats_t s;
+    void *buf = malloc(8);
+    pp_ref_t out = PP_REF_NONE;
+
+    assert_rc(pp_put(NULL, buf, 8, NULL, 0, &out), PP_EINVAL);
+    assert_rc(pp_retain(NULL, r), PP_EINVAL);
+    assert_rc(pp_release(NULL, r), PP_EINVAL);
+    assert_rc(pp_pin(NULL, r, 0, &p), PP_EINVAL);
+    assert_rc(pp_unpin(NULL, r), PP_EINVAL);
+    assert_rc(pp_pin_many(NULL, &r, 1, 0, NULL), PP_EINVAL);
+    assert_rc(pp_unpin_many(NULL, &r, 1), PP_EINVAL);
+    assert_rc(pp_prefetch(NULL, r), PP_EINVAL);
+    assert_rc(pp_get(NULL, r, &p), PP_EINVAL);
+    assert_rc(pp_stat(NULL, r, &info), PP_EINVAL);
+    assert_rc(pp_pool_stats(NULL, &s), PP_EINVAL);
+    assert_rc(pp_thread_exit(NULL), PP_EINVAL);
+    assert_rc(pp_pool_drain(NULL, 10), PP_EINVAL);
+    assert_rc(pp_pool_destroy(NULL), PP_EINVAL);
+    pp_quiescent(NULL); /* void: must simply return */
+
+    /* Nothing happened to the entry or the pool. */
+    info = test_stat(pool, r);
+    cr_assert_eq(info.owners, 1);
+    cr_assert_eq(info.pins, 0);
+    cr_assert_eq(info.state, PP_STATE_RESIDENT);
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.puts, 1);
+    cr_assert_eq(s.total.entries, 1);
+    cr_assert_eq(s.total.pins + s.total.unpins + s.total.retains +
+                     s.total.releases + s.total.gets, 0);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    free(buf);
+    ct_delete(ct);
+}

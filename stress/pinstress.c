@@ -54,6 +54,8 @@
 #endif
 #include <pinpool.h>
 
+#include "internal.h" /* pp__pool_is_valid */
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -1675,6 +1677,11 @@ int main(int argc, char **argv)
                    st->node[n].lag_max_ns / 1e3, st->node[n].grace_polls, st->node[n].slots,
                    st->node[n].reclaimer_tid, st->node[n].cpu_bound, st->node[n].mem_bound);
     }
+
+    /* Every slot's state words obey entry.h's invariants (pinpool's own
+     * whole-structure validation; all threads have stopped). */
+    if (!pp__pool_is_valid(g_pool))
+        failf(m, "pp__pool_is_valid: an entry's state breaks entry.h's invariants");
 
     /* Destroy: nothing is left, so nothing is reported or freed. */
     uint64_t lines_before = atomic_load(&g_report_lines);

@@ -1,5 +1,6 @@
 /* test_stats.c -- pp_stat and pp_pool_stats (src/stats.c). */
 #include "helpers.h"
+#include "internal.h" /* pp__pool_is_valid */
 
 /* ---- exact counts after a multi-threaded run ---------------------------- */
 
@@ -143,6 +144,9 @@ Test(stats, exact_counts_after_threads, .timeout = 120)
     cr_assert_eq(s.total.cpu_bound, 0);
     cr_assert_eq(s.total.mem_bound, 0);
     cr_assert_eq(s.nodes, nodes);
+
+    /* Every slot obeys entry.h's invariants (some entries still live). */
+    cr_assert(pp__pool_is_valid(pool));
 
     /* And the counting type agrees. */
     for (size_t id = 0; id < n; id++)

@@ -174,6 +174,7 @@ pp__thread_t *pp__thread_get_slow(pp_pool_t *pool)
 
 void pp__section_enter(pp__thread_t *t)
 {
+    PP__ASSERT(t->in_use && !t->is_reclaimer);
     if (t->in_section)
         return;   /* QSBR: still inside since the last quiescent point */
     ck_epoch_begin(&t->rec, NULL);

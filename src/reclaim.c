@@ -99,6 +99,10 @@ uint64_t pp__now_ns(void)
 void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t)
 {
     pp__node_t *node = pool->nodes[n];
+    PP__ASSERT(n < pool->nnodes && t != NULL);
+    PP__ASSERT((pp__atomic_load_relaxed(&e->pw) & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED)) ==
+               (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED));
+    PP__ASSERT(pp__pw_pins(pp__atomic_load_relaxed(&e->pw)) == 0);
     e->queued_us = (uint32_t)(pp__now_ns() / 1000u);
     pp__counter_add(&t->count[n].queued, 1);
     /* The push's CAS publishes queued_us and everything this thread (and,

@@ -106,7 +106,12 @@ pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
     }
     ck_stack_entry_t *s = mag->head;
     mag->head = s->next;
-    return pp__entry_of_link(s);
+    pp__entry_t *e = pp__entry_of_link(s);
+    /* A slot handed out is free, in its node's range, in an existing segment. */
+    PP__ASSERT(!(pp__atomic_load_relaxed(&e->pw) & PP__F_LIVE));
+    PP__ASSERT(e->slot < pp__atomic_load_relaxed(&node->next_slot));
+    PP__ASSERT(pp__lookup(pool, pp__ref_make(n, e->slot, 1)) == e);
+    return e;
 }
 
 void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e)

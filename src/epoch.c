@@ -87,16 +87,15 @@ int pp__epoch_init(pp_pool_t *pool)
 /* A new record (caller holds reg_lock or is single-threaded). */
 static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
 {
-    pp__thread_t *t;
-    if (posix_memalign((void **)&t, PP__CACHELINE, sizeof *t) != 0)
+    pp__thread_t *t = pp__aligned_alloc(PP__CACHELINE, sizeof *t);
+    if (t == NULL)
         return NULL;
-    memset(t, 0, sizeof *t);
-    t->count = calloc(pool->nnodes, sizeof *t->count);
-    t->mag = calloc(pool->nnodes, sizeof *t->mag);
+    t->count = pp__calloc(pool->nnodes, sizeof *t->count);
+    t->mag = pp__calloc(pool->nnodes, sizeof *t->mag);
     if (t->count == NULL || t->mag == NULL) {
-        free(t->count);
-        free(t->mag);
-        free(t);
+        pp__free(t->count);
+        pp__free(t->mag);
+        pp__free(t);
         return NULL;
     }
     t->pool = pool;
@@ -122,7 +121,7 @@ pp__thread_t *pp__thread_new_reclaimer(pp_pool_t *pool)
 /* Registers the calling thread with pool. */
 static pp__thread_t *pp__thread_register(pp_pool_t *pool)
 {
-    struct pp__tls_node *tn = malloc(sizeof *tn);
+    struct pp__tls_node *tn = pp__malloc(sizeof *tn);
     if (tn == NULL)
         return NULL;
 
@@ -147,7 +146,7 @@ static pp__thread_t *pp__thread_register(pp_pool_t *pool)
     }
     pthread_mutex_unlock(&pool->reg_lock);
     if (t == NULL) {
-        free(tn);
+        pp__free(tn);
         return NULL;
     }
 
@@ -235,7 +234,7 @@ static void pp__tls_unlink(struct pp__tls_node *tn)
     }
     if (pp__tls_last == tn)
         pp__tls_last = pp__tls_head;
-    free(tn);
+    pp__free(tn);
 }
 
 int pp_thread_exit(pp_pool_t *pool)
@@ -280,7 +279,7 @@ static void pp__thread_exit_handler(void *arg)
             }
         }
         pp__tls_head = tn->next;
-        free(tn);
+        pp__free(tn);
     }
     pp__tls_last = NULL;
     pthread_mutex_unlock(&pp__live_lock);
@@ -299,9 +298,9 @@ void pp__threads_free(pp_pool_t *pool)
     pp__thread_t *t = pool->threads;
     while (t != NULL) {
         pp__thread_t *next = t->next;
-        free(t->count);
-        free(t->mag);
-        free(t);
+        pp__free(t->count);
+        pp__free(t->mag);
+        pp__free(t);
         t = next;
     }
     pool->threads = NULL;

@@ -197,6 +197,15 @@ struct pp_pool {
 /* Part APIs                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* alloc.c -- pinpool's own allocations, counted (never the entries' data). */
+void *pp__malloc(size_t size);
+void *pp__calloc(size_t n, size_t size);
+void *pp__realloc(void *p, size_t size);
+void *pp__aligned_alloc(size_t align, size_t size);   /* zeroed */
+void pp__free(void *p);
+uint64_t pp__alloc_count(void);   /* allocations so far, all pools */
+void pp__alloc_note(void);        /* counts one made elsewhere (node memory) */
+
 /* error.c */
 void pp__report(pp_pool_t *pool, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

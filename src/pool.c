@@ -46,7 +46,7 @@ static void pp__pool_free(pp_pool_t *pool)
     pp__track_free(pool);
     sem_destroy(&pool->started);
     pp__topology_free(pool);
-    free(pool);
+    pp__free(pool);
 }
 
 int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
@@ -62,10 +62,9 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
     if (opt->swap_dir != NULL)
         return PP_ENOTSUP;   /* the swap store is not built yet */
 
-    pp_pool_t *pool;
-    if (posix_memalign((void **)&pool, PP__CACHELINE, sizeof *pool) != 0)
+    pp_pool_t *pool = pp__aligned_alloc(PP__CACHELINE, sizeof *pool);
+    if (pool == NULL)
         return PP_ENOMEM;
-    memset(pool, 0, sizeof *pool);
     pool->serial = pp__atomic_add_relaxed(&pp__next_serial, 1);
     pool->mem_limit = opt->mem_limit;
     pool->report = opt->report;
@@ -76,18 +75,18 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 
     /* Locks and semaphore first, so pp__pool_free can always run. */
     if (pthread_mutex_init(&pool->track_lock, NULL) != 0) {
-        free(pool);
+        pp__free(pool);
         return PP_ENOMEM;
     }
     if (pp__epoch_init(pool) != 0) {
         pthread_mutex_destroy(&pool->track_lock);
-        free(pool);
+        pp__free(pool);
         return PP_ENOMEM;
     }
     if (sem_init(&pool->started, 0, 0) != 0) {
         pp__threads_free(pool);
         pthread_mutex_destroy(&pool->track_lock);
-        free(pool);
+        pp__free(pool);
         return PP_ENOMEM;
     }
 

@@ -60,7 +60,7 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
         int last = hwloc_bitmap_last(hwloc_topology_get_complete_cpuset(pool->topo));
         pool->ncpus = last >= 0 ? last + 1 : 0;
         if (pool->ncpus > 0) {
-            pool->cpu_node = calloc((size_t)pool->ncpus, 1);
+            pool->cpu_node = pp__calloc((size_t)pool->ncpus, 1);
             if (pool->cpu_node == NULL) {
                 hwloc_topology_destroy(pool->topo);
                 pool->topo = NULL;
@@ -81,7 +81,7 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
 
 void pp__topology_free(pp_pool_t *pool)
 {
-    free(pool->cpu_node);
+    pp__free(pool->cpu_node);
     pool->cpu_node = NULL;
     if (pool->topo != NULL)
         hwloc_topology_destroy(pool->topo);
@@ -97,6 +97,7 @@ void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
 {
     void *p = NULL;
     *bound = false;
+    pp__alloc_note();
     if (pool->thissystem) {
         hwloc_obj_t obj = pp__numa_obj(pool, n);
         p = hwloc_alloc_membind(pool->topo, len, obj->nodeset, HWLOC_MEMBIND_BIND,

@@ -30,7 +30,7 @@ int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
     pthread_mutex_lock(&pool->track_lock);
     if (pool->track_n == pool->track_cap) {
         size_t cap = pool->track_cap ? pool->track_cap * 2 : 64;
-        pp__pinrec_t *recs = realloc(pool->track_recs, cap * sizeof *recs);
+        pp__pinrec_t *recs = pp__realloc(pool->track_recs, cap * sizeof *recs);
         if (recs == NULL) {
             rc = PP_ENOMEM;
             goto out;
@@ -109,7 +109,7 @@ size_t pp__track_report_ref(pp_pool_t *pool, pp_ref_t ref)
 
 void pp__track_free(pp_pool_t *pool)
 {
-    free(pool->track_recs);
+    pp__free(pool->track_recs);
     pool->track_recs = NULL;
     pool->track_n = pool->track_cap = 0;
     pthread_mutex_destroy(&pool->track_lock);

@@ -608,3 +608,120 @@ Test(pin, unpin_publishes_writes_to_next_pin, .timeout = 60)
     test_drain(o.pool);
     test_destroy(o.pool);
 }
+
+/* ---- the hot path makes no system call ------------------------------------ */
+
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HOT_ROUNDS 100000
+
+/* In a forked child under seccomp's strict mode -- any system call but
+ * read, write, _exit and sigreturn kills the process with SIGKILL -- run
+ * every lock-free call on resident entries many times: pin, pin for write,
+ * unpin, pin_many, unpin_many, non-final retain/release, get, stat,
+ * prefetch.  (The child has no reclaimer threads; nothing here is a final
+ * unpin, which may wake one.) */
+Test(pin, hot_path_makes_no_system_call, .timeout = 60)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t refs[2] = { ct_put(pool, ct, 0, 256, 0), ct_put(pool, ct, 1, 256, 0) };
+    void *d;
+    /* Register this thread with the pool (its one-time allocation). */
+    assert_rc(pp_pin(pool, refs[0], 0, &d), 0);
+    assert_rc(pp_unpin(pool, refs[0]), 0);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) != 0)
+            syscall(SYS_exit, 3);
+        int bad = 0;
+        void *dv[2];
+        pp_entry_info_t info;
+        for (int i = 0; i < HOT_ROUNDS; i++) {
+            bad |= pp_pin(pool, refs[i & 1], (i & 2) ? PP_PIN_WRITE : 0, &d);
+            bad |= pp_unpin(pool, refs[i & 1]);
+            bad |= pp_pin_many(pool, refs, 2, 0, dv);
+            bad |= pp_unpin_many(pool, refs, 2);
+            bad |= pp_retain(pool, refs[0]);
+            bad |= pp_release(pool, refs[0]);
+            bad |= pp_get(pool, refs[1], &d);
+            bad |= pp_stat(pool, refs[1], &info);
+            bad |= pp_prefetch(pool, refs[0]);
+            bad |= pp_pin(pool, PP_REF_NONE, 0, &d) != PP_ESTALE;   /* errors too */
+        }
+        syscall(SYS_exit, bad ? 2 : 0);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(!WIFSIGNALED(status),
+              "the hot path made a system call (child killed by signal %d)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_assert(WIFEXITED(status));
+    cr_assert_eq(WEXITSTATUS(status), 0, "child exit %d (2: a call failed, 3: no seccomp)",
+                 WEXITSTATUS(status));
+
+    for (size_t i = 0; i < 2; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* ---- the hot path allocates nothing ---------------------------------------- */
+
+#include "internal.h" /* pp__alloc_count: every allocation pinpool makes */
+
+Test(pin, hot_path_allocates_nothing, .timeout = 60)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t refs[2] = { ct_put(pool, ct, 0, 256, 0), ct_put(pool, ct, 1, 256, 0) };
+    void *d, *dv[2];
+    pp_entry_info_t info;
+    /* Registration is the thread's one allocation: before counting. */
+    assert_rc(pp_pin(pool, refs[0], 0, &d), 0);
+    assert_rc(pp_unpin(pool, refs[0]), 0);
+
+    uint64_t before = pp__alloc_count();
+    for (int i = 0; i < HOT_ROUNDS; i++) {
+        assert_rc(pp_pin(pool, refs[i & 1], (i & 2) ? PP_PIN_WRITE : 0, &d), 0);
+        assert_rc(pp_unpin(pool, refs[i & 1]), 0);
+        assert_rc(pp_pin_many(pool, refs, 2, 0, dv), 0);
+        assert_rc(pp_unpin_many(pool, refs, 2), 0);
+        assert_rc(pp_retain(pool, refs[0]), 0);
+        assert_rc(pp_release(pool, refs[0]), 0);
+        assert_rc(pp_get(pool, refs[1], &d), 0);
+        assert_rc(pp_stat(pool, refs[1], &info), 0);
+        assert_rc(pp_prefetch(pool, refs[0]), 0);
+    }
+    cr_assert_eq(pp__alloc_count(), before, "%" PRIu64 " allocation(s) on the hot path",
+                 pp__alloc_count() - before);
+
+    /* pp_put allocates only when its node's table needs a new segment
+     * (every 8192 slots): 20000 puts, at most 3 segments. */
+    enum { PUTS = 20000 };
+    pp_ref_t *many = calloc(PUTS, sizeof *many);
+    cr_assert_not_null(many);
+    before = pp__alloc_count();
+    for (size_t i = 0; i < PUTS; i++) {
+        void *buf = malloc(8);   /* the caller's data: not pinpool's allocation */
+        cr_assert_not_null(buf);
+        assert_rc(pp_put(pool, buf, 8, NULL, PP_ON_NODE(0), &many[i]), 0);
+    }
+    uint64_t put_allocs = pp__alloc_count() - before;
+    cr_assert_leq(put_allocs, 3, "%" PRIu64 " allocations for %d puts", put_allocs, PUTS);
+    for (size_t i = 0; i < PUTS; i++)
+        assert_rc(pp_release(pool, many[i]), 0);
+    free(many);
+
+    for (size_t i = 0; i < 2; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}

@@ -2,6 +2,7 @@
  * internal.h -- pinpool's internal structures and the small API between its
  * parts.  One part per source file:
  *
+ *   alloc.c     pinpool's own allocations, counted (hook for fault injection)
  *   error.c     error names and messages, internal aborts (pp__die)
  *   topology.c  hwloc: node domains, CPU->node map, binding, node memory
  *   table.c     segmented slot tables, refs, lookup, slot allocation

@@ -100,8 +100,12 @@ void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
     pp__alloc_note();
     if (pool->thissystem) {
         hwloc_obj_t obj = pp__numa_obj(pool, n);
+        /* STRICT: without it hwloc returns memory even when the binding
+         * failed, and we could not tell; with it, failure is NULL and we
+         * fall back to ordinary pages below. */
         p = hwloc_alloc_membind(pool->topo, len, obj->nodeset, HWLOC_MEMBIND_BIND,
-                                HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_NOCPUBIND);
+                                HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_NOCPUBIND |
+                                    HWLOC_MEMBIND_STRICT);
         *bound = p != NULL;
     }
     if (p == NULL)

@@ -249,3 +249,77 @@ Test(topology, xml_path_without_slash, .timeout = 30)
     cr_assert_eq(test_nodes(pool), 4);
     test_destroy(pool);
 }
+
+/* ---- a described topology treated as this system ---------------------------- */
+
+#include <sched.h>
+
+/* With HWLOC_THISSYSTEM=1 hwloc takes the synthetic 4-node description as
+ * this machine, so pinpool's real-machine paths run: binding reclaimers to
+ * their node's CPUs, binding table memory to the node, and homing a put on
+ * the node of the CPU the putter runs on.  In the description node k holds
+ * PUs 2k and 2k+1.  What may be bound depends on the real machine, so the
+ * expectations are computed from it: a node none of whose CPUs this process
+ * may run on must report cpu_bound = 0 (the bind fails cleanly), a node
+ * that does not exist here must report mem_bound = 0; either way the pool
+ * works on every node. */
+Test(topology, this_system_binding_degrades_cleanly, .timeout = 60)
+{
+    cr_assert_eq(setenv("HWLOC_THISSYSTEM", "1", 1), 0);
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.topology = TEST_SYNTH4;
+    pp_pool_t *pool = test_pool(&o);
+    pp_stats_t s;
+    assert_rc(pp_pool_stats(pool, &s), 0);
+    cr_assert_eq(s.nodes, 4);
+    cr_assert_eq(s.topology_is_this_system, 1);
+    check_reclaimers(&s);
+
+    cpu_set_t allowed;
+    cr_assert_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    for (unsigned n = 0; n < 4; n++) {
+        bool any_cpu = CPU_ISSET(2 * n, &allowed) || CPU_ISSET(2 * n + 1, &allowed);
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%u", n);
+        bool node_exists = stat(path, &st) == 0;
+        if (!any_cpu)
+            cr_assert_eq(s.node[n].cpu_bound, 0, "node %u: no CPU of it is usable here", n);
+        if (!node_exists)
+            cr_assert_eq(s.node[n].mem_bound, 0, "node %u does not exist here", n);
+    }
+
+    /* Homing by CPU: run on one allowed CPU c < 8; a put lands on c / 2. */
+    int c = -1;
+    for (int i = 0; i < 8 && c < 0; i++)
+        if (CPU_ISSET(i, &allowed))
+            c = i;
+    cr_assert_geq(c, 0, "no CPU below 8 to run on");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    ct_t *ct = ct_new(8);
+    pp_ref_t home = ct_put(pool, ct, 0, 64, 0);
+    cr_assert_eq(pp_ref_node(home), (unsigned)c / 2, "put on CPU %d", c);
+    cr_assert_eq(sched_setaffinity(0, sizeof allowed, &allowed), 0);
+
+    /* Every node works: put, pin, release, reclaimed by its own reclaimer. */
+    for (unsigned n = 0; n < 4; n++) {
+        pp_ref_t r = ct_put(pool, ct, 1 + n, 64, PP_ON_NODE(n));
+        void *d;
+        assert_rc(pp_pin(pool, r, 0, &d), 0);
+        assert_rc(pp_unpin(pool, r), 0);
+        assert_rc(pp_release(pool, r), 0);
+    }
+    assert_rc(pp_release(pool, home), 0);
+    test_drain(pool);
+    for (size_t i = 0; i < 5; i++)
+        cr_assert_eq(ct_frees(ct, i), 1, "entry %zu", i);
+    for (unsigned n = 0; n < 4; n++)
+        cr_assert_eq(ct_tid(ct, 1 + n), s.node[n].reclaimer_tid,
+                     "entry on node %u freed by another thread", n);
+    test_destroy(pool);
+    ct_delete(ct);
+    unsetenv("HWLOC_THISSYSTEM");
+}

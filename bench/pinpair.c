@@ -5,7 +5,11 @@
  * (A B A B ...), medians reported (see ../shared/BENCH.md: ratios, never a
  * lone absolute time).  The full benchmark (pinbench) is its own program.
  *
- *   pinpair [--rounds R] [--iters N] [--topology STR]
+ * The cost of a pin depends measurably on where the entry sits (its slot's
+ * address), so round r pins entry r mod E of E entries put first, and the
+ * range over rounds is printed next to the median.
+ *
+ *   pinpair [--rounds R] [--iters N] [--entries E] [--topology STR]
  */
 #include <pinpool.h>
 
@@ -56,7 +60,8 @@ static double run_pin(pp_pool_t *pool, pp_ref_t ref, long iters)
 
 int main(int argc, char **argv)
 {
-    int rounds = 21;
+    int rounds = 32;
+    int nentries = 16;
     long iters = 2000000;
     const char *topology = NULL;
     for (int i = 1; i < argc; i++) {
@@ -64,15 +69,17 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
             iters = atol(argv[++i]);
+        else if (strcmp(argv[i], "--entries") == 0 && i + 1 < argc)
+            nentries = atoi(argv[++i]);
         else if (strcmp(argv[i], "--topology") == 0 && i + 1 < argc)
             topology = argv[++i];
         else {
-            fprintf(stderr, "usage: pinpair [--rounds R] [--iters N] [--topology STR]\n");
+            fprintf(stderr, "usage: pinpair [--rounds R] [--iters N] [--entries E] [--topology STR]\n");
             return 2;
         }
     }
-    if (rounds < 1 || iters < 1) {
-        fprintf(stderr, "pinpair: rounds and iters must be positive\n");
+    if (rounds < 1 || iters < 1 || nentries < 1) {
+        fprintf(stderr, "pinpair: rounds, iters and entries must be positive\n");
         return 2;
     }
 
@@ -84,11 +91,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "pinpair: pp_pool_create: %s\n", pp_strerror(rc));
         return 1;
     }
-    void *buf = calloc(1, 4096);
-    pp_ref_t ref;
-    if (buf == NULL || (rc = pp_put(pool, buf, 4096, NULL, 0, &ref)) != 0) {
-        fprintf(stderr, "pinpair: pp_put: %s\n", pp_strerror(rc));
+    pp_ref_t *refs = calloc((size_t)nentries, sizeof *refs);
+    if (refs == NULL)
         return 1;
+    for (int i = 0; i < nentries; i++) {
+        void *buf = calloc(1, 4096);
+        if (buf == NULL || (rc = pp_put(pool, buf, 4096, NULL, 0, &refs[i])) != 0) {
+            fprintf(stderr, "pinpair: pp_put: %s\n", pp_strerror(rc));
+            return 1;
+        }
     }
 
     double *bare = calloc((size_t)rounds, sizeof *bare);
@@ -96,25 +107,34 @@ int main(int argc, char **argv)
     if (bare == NULL || pin == NULL)
         return 1;
     run_bare(iters / 10);          /* warm up both */
-    run_pin(pool, ref, iters / 10);
+    run_pin(pool, refs[0], iters / 10);
     for (int r = 0; r < rounds; r++) {
         bare[r] = run_bare(iters);
-        pin[r] = run_pin(pool, ref, iters);
+        pin[r] = run_pin(pool, refs[r % nentries], iters);
     }
     qsort(bare, (size_t)rounds, sizeof *bare, cmp_double);
     qsort(pin, (size_t)rounds, sizeof *pin, cmp_double);
     double mb = bare[rounds / 2], mp = pin[rounds / 2];
 
-    printf("pinpair: %d interleaved rounds x %ld pairs, 1 thread, median ns per pair\n",
-           rounds, iters);
-    printf("  %-34s %8.2f ns\n", "atomic add+sub (private line)", mb);
-    printf("  %-34s %8.2f ns\n", "pp_pin+pp_unpin (resident entry)", mp);
-    printf("  ratio pin+unpin / atomic add+sub:  %.2f\n", mp / mb);
+    printf("pinpair: %d interleaved rounds x %ld pairs, 1 thread, %d entries in turn;"
+           " ns per pair: median [min, max]\n", rounds, iters, nentries);
+    printf("  %-34s %8.2f  [%.2f, %.2f]\n", "atomic add+sub (private line)", mb,
+           bare[0], bare[rounds - 1]);
+    printf("  %-34s %8.2f  [%.2f, %.2f]\n", "pp_pin+pp_unpin (resident entry)", mp,
+           pin[0], pin[rounds - 1]);
+    printf("  ratio of medians, pin+unpin / atomic add+sub:  %.2f\n", mp / mb);
 
     free(bare);
     free(pin);
-    if ((rc = pp_release(pool, ref)) != 0 || (rc = pp_pool_destroy(pool)) != 0) {
-        fprintf(stderr, "pinpair: teardown: %s\n", pp_strerror(rc));
+    for (int i = 0; i < nentries; i++) {
+        if ((rc = pp_release(pool, refs[i])) != 0) {
+            fprintf(stderr, "pinpair: pp_release: %s\n", pp_strerror(rc));
+            return 1;
+        }
+    }
+    free(refs);
+    if ((rc = pp_pool_destroy(pool)) != 0) {
+        fprintf(stderr, "pinpair: pp_pool_destroy: %s\n", pp_strerror(rc));
         return 1;
     }
     return 0;

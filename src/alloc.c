@@ -3,9 +3,10 @@
  * (the entries' own data is the caller's, freed by its type).
  *
  * One place to count allocations -- so tests can show that the lock-free
- * calls allocate nothing -- and to inject failures later (the reliability
- * suite's allocator hook).  Table segments go through pp__node_alloc
- * (topology.c), which counts here too.
+ * calls allocate nothing -- and to make them fail on purpose, so tests can
+ * show that every allocation failure is a clean PP_ENOMEM.  Node memory
+ * (tables, segments) goes through pp__node_alloc (topology.c), which counts
+ * and fails here too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,28 @@
 #include "internal.h"
 
 static _Atomic uint64_t pp__allocs;
+static _Atomic int64_t pp__fail_countdown = -1;   /* < 0: never fail */
 
-void pp__alloc_note(void)
+/* Counts one allocation; false if it must fail (injected). */
+static bool pp__alloc_ok(void)
 {
     pp__atomic_add_relaxed(&pp__allocs, 1);
+    int64_t left = pp__atomic_load_relaxed(&pp__fail_countdown);
+    while (left >= 0) {
+        if (pp__atomic_cas_weak_relaxed(&pp__fail_countdown, &left, left - 1))
+            return left != 0;
+    }
+    return true;
+}
+
+void pp__alloc_fail_after(int64_t n)
+{
+    pp__atomic_store_relaxed(&pp__fail_countdown, n);
+}
+
+bool pp__alloc_note(void)
+{
+    return pp__alloc_ok();
 }
 
 uint64_t pp__alloc_count(void)
@@ -26,27 +45,23 @@ uint64_t pp__alloc_count(void)
 
 void *pp__malloc(size_t size)
 {
-    pp__alloc_note();
-    return malloc(size);
+    return pp__alloc_ok() ? malloc(size) : NULL;
 }
 
 void *pp__calloc(size_t n, size_t size)
 {
-    pp__alloc_note();
-    return calloc(n, size);
+    return pp__alloc_ok() ? calloc(n, size) : NULL;
 }
 
 void *pp__realloc(void *p, size_t size)
 {
-    pp__alloc_note();
-    return realloc(p, size);
+    return pp__alloc_ok() ? realloc(p, size) : NULL;
 }
 
 void *pp__aligned_alloc(size_t align, size_t size)
 {
     void *p;
-    pp__alloc_note();
-    if (posix_memalign(&p, align, size) != 0)
+    if (!pp__alloc_ok() || posix_memalign(&p, align, size) != 0)
         return NULL;
     memset(p, 0, size);
     return p;

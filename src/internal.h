@@ -205,7 +205,10 @@ void *pp__realloc(void *p, size_t size);
 void *pp__aligned_alloc(size_t align, size_t size);   /* zeroed */
 void pp__free(void *p);
 uint64_t pp__alloc_count(void);   /* allocations so far, all pools */
-void pp__alloc_note(void);        /* counts one made elsewhere (node memory) */
+bool pp__alloc_note(void);        /* counts one made elsewhere; false: fail it */
+/* Test hook: the allocation n allocations from now fails (0: the next);
+ * n < 0: none does. */
+void pp__alloc_fail_after(int64_t n);
 
 /* error.c */
 void pp__report(pp_pool_t *pool, const char *fmt, ...)

@@ -97,7 +97,8 @@ void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
 {
     void *p = NULL;
     *bound = false;
-    pp__alloc_note();
+    if (!pp__alloc_note())
+        return NULL;   /* injected failure (tests) */
     if (pool->thissystem) {
         hwloc_obj_t obj = pp__numa_obj(pool, n);
         /* STRICT: without it hwloc returns memory even when the binding

@@ -61,6 +61,23 @@ static void *leaker(void *arg)
     return NULL;
 }
 
+/* Puts entries a, b, c and runs leaker on a thread of its own: it leaves a
+ * pin on a (pp_pin) and on b (pp_pin_many), and with balanced also pins
+ * and unpins c, then calls pp_thread_exit. */
+static void run_leaker(pp_pool_t *pool, ct_t *ct, leak_t *l, bool balanced)
+{
+    memset(l, 0, sizeof *l);
+    l->pool = pool;
+    l->a = ct_put(pool, ct, 0, 64, 0);
+    l->b = ct_put(pool, ct, 1, 64, 0);
+    l->c = ct_put(pool, ct, 2, 64, 0);
+    l->balanced = balanced;
+    pthread_t t;
+    test_thread_start(&t, leaker, l);
+    test_thread_join(t);
+    TCHECK_NONE();
+}
+
 Test(track, thread_exit_reports_leaked_pins, .timeout = 30)
 {
     report_cap_t rep;
@@ -68,16 +85,7 @@ Test(track, thread_exit_reports_leaked_pins, .timeout = 30)
     pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
     ct_t *ct = ct_new(3);
     leak_t l;
-    memset(&l, 0, sizeof l);
-    l.pool = pool;
-    l.a = ct_put(pool, ct, 0, 64, 0);
-    l.b = ct_put(pool, ct, 1, 64, 0);
-    l.c = ct_put(pool, ct, 2, 64, 0);
-    l.balanced = true;
-    pthread_t t;
-    test_thread_start(&t, leaker, &l);
-    test_thread_join(t);
-    TCHECK_NONE();
+    run_leaker(pool, ct, &l, true);
     assert_rc(l.rc_exit, PP_EBUSY);
     assert_reported(&rep, 0, l.a, l.line_a, l.tid);
     assert_reported(&rep, 0, l.b, l.line_many, l.tid);
@@ -218,15 +226,7 @@ Test(track, env_enables_tracking, .timeout = 30)
     pp_pool_t *pool = tracked_pool(&rep, 0);
     ct_t *ct = ct_new(3);
     leak_t l;
-    memset(&l, 0, sizeof l);
-    l.pool = pool;
-    l.a = ct_put(pool, ct, 0, 64, 0);
-    l.b = ct_put(pool, ct, 1, 64, 0);
-    l.c = ct_put(pool, ct, 2, 64, 0);
-    pthread_t t;
-    test_thread_start(&t, leaker, &l);
-    test_thread_join(t);
-    TCHECK_NONE();
+    run_leaker(pool, ct, &l, false);
     assert_rc(l.rc_exit, PP_EBUSY);
     assert_reported(&rep, 0, l.a, l.line_a, l.tid);
     assert_reported(&rep, 0, l.b, l.line_many, l.tid);
@@ -246,15 +246,7 @@ Test(track, no_tracking_thread_exit_returns_zero, .timeout = 30)
     pp_pool_t *pool = tracked_pool(&rep, 0);
     ct_t *ct = ct_new(3);
     leak_t l;
-    memset(&l, 0, sizeof l);
-    l.pool = pool;
-    l.a = ct_put(pool, ct, 0, 64, 0);
-    l.b = ct_put(pool, ct, 1, 64, 0);
-    l.c = ct_put(pool, ct, 2, 64, 0);
-    pthread_t t;
-    test_thread_start(&t, leaker, &l);
-    test_thread_join(t);
-    TCHECK_NONE();
+    run_leaker(pool, ct, &l, false);
     assert_rc(l.rc_exit, 0);
     cr_assert_eq(report_cap_count(&rep), 0);
     /* The leaked pins are still there (untracked), and can be dropped. */
@@ -275,15 +267,7 @@ Test(track, env_other_than_one_does_not_track, .timeout = 30)
     pp_pool_t *pool = tracked_pool(&rep, 0);
     ct_t *ct = ct_new(3);
     leak_t l;
-    memset(&l, 0, sizeof l);
-    l.pool = pool;
-    l.a = ct_put(pool, ct, 0, 64, 0);
-    l.b = ct_put(pool, ct, 1, 64, 0);
-    l.c = ct_put(pool, ct, 2, 64, 0);
-    pthread_t t;
-    test_thread_start(&t, leaker, &l);
-    test_thread_join(t);
-    TCHECK_NONE();
+    run_leaker(pool, ct, &l, false);
     assert_rc(l.rc_exit, 0);
     assert_rc(pp_unpin(pool, l.a), 0);
     assert_rc(pp_unpin(pool, l.b), 0);

@@ -4,9 +4,9 @@
  *
  * A pin or unpin is: decode the ref, two dependent loads to find the entry
  * (table.c), one compare-and-swap on its pins word that validates the
- * generation and changes the count together, and two single-writer counter
- * increments in the thread's record.  No lock, no system call, no
- * allocation, no epoch section.
+ * generation and changes the count together, and one single-writer counter
+ * increment in the thread's record.  No lock, no system call, no
+ * allocation, no epoch section (tests/test_pin.c shows the first two).
  */
 #include "internal.h"
 

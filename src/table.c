@@ -16,6 +16,11 @@
  * The reclaimer pushes recycled slots onto the free-slot stack, one by one
  * (ck_stack push: multi-producer safe, so exiting threads can push their
  * magazines back too).
+ *
+ * Space: a magazine keeps what one batch pop gave it until the thread puts
+ * on that node again or exits, so a node's table holds at most its peak of
+ * live entries plus the slots parked in magazines -- each 64 bytes, never
+ * data.
  */
 #include <stdlib.h>
 #include <string.h>

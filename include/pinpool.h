@@ -274,8 +274,9 @@ PP_API int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data);
 
 /* Drops one pin.  Release: publishes the caller's writes to the data.  The
  * last unpin of a dead entry queues it for its reclaimer and returns at once.
- * Errors: PP_ENOTPINNED (the entry holds no pin), PP_ESTALE (invalid or
- * reclaimed ref).  Lock-free, no system call, no allocation. */
+ * Errors: PP_ENOTPINNED (a live entry that holds no pin), PP_ESTALE
+ * (invalid or reclaimed ref, or a dead entry with no pin left: it is
+ * already queued).  Lock-free, no system call, no allocation. */
 PP_API int pp_unpin(pp_pool_t *pool, pp_ref_t ref);
 
 /* Pins n refs, all or none: on failure every pin taken by this call is

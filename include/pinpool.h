@@ -397,6 +397,7 @@ typedef struct pp_node_stats {
     uint64_t reclaim_queue_depth;/* queued and not yet freed */
     uint64_t grace_polls;        /* epoch polls made by the reclaimer */
     uint64_t slots;              /* table slots allocated on the node */
+    uint64_t retired_slots;      /* slots whose generations ran out: never reused */
     /* Reclaim lag: time from the final unpin/release to the free call. */
     uint64_t lag_count, lag_total_ns, lag_max_ns;
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets

@@ -99,7 +99,6 @@ static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
         return NULL;
     }
     t->pool = pool;
-    t->index = pool->nthreads_ever++;
     t->next = pool->threads;
     pool->threads = t;
     ck_epoch_register(&pool->epoch, &t->rec, t);

@@ -82,7 +82,6 @@ static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)
 /* Per thread and node counters.  Single writer (the thread), read by stats. */
 typedef struct pp__tcount {
     _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
-    _Atomic uint64_t put_bytes;
 } pp__tcount_t;
 
 /* A thread's private cache of free slots of one node. */
@@ -103,7 +102,6 @@ typedef struct pp__thread {
     pp__tcount_t *count;                 /* [nnodes] */
     pp__magazine_t *mag;                 /* [nnodes] */
     unsigned node;                       /* home node for synthetic topologies */
-    unsigned index;                      /* registration number, for reports */
     _Atomic int tid;                     /* OS thread id of the current user */
     bool in_use;                         /* under reg_lock */
     bool is_reclaimer;
@@ -140,7 +138,6 @@ typedef struct pp__node {
 
     /* Reclaimer only writes these (stats read them). */
     _Atomic uint64_t frees __attribute__((aligned(PP__CACHELINE)));
-    _Atomic uint64_t freed_bytes;
     _Atomic uint64_t grace_polls;
     _Atomic uint64_t retired_slots;
     _Atomic uint64_t lag_count, lag_total_ns, lag_max_ns;
@@ -181,7 +178,6 @@ struct pp_pool {
     ck_epoch_t epoch;
     pthread_mutex_t reg_lock;            /* thread list, recycling */
     pp__thread_t *threads;
-    unsigned nthreads_ever;
     _Atomic unsigned next_rr;            /* round-robin node for synthetic topologies */
     char tsan_token;                     /* TSan: grace-period happens-before token */
 
@@ -244,24 +240,6 @@ static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
         return NULL;
     return &seg[slot & (PP__SEG_SLOTS - 1)];
 }
-pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
-static inline pp__thread_t *pp__thread_get(pp_pool_t *pool);
-
-/* The prologue of every call that takes a ref: the entry the ref names and
- * the calling thread's record.  0, PP_EINVAL, PP_ESTALE or PP_ENOMEM. */
-static inline int pp__begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
-                            pp__thread_t **t)
-{
-    if (PP__UNLIKELY(pool == NULL))
-        return PP_EINVAL;
-    *e = pp__lookup(pool, ref);
-    if (PP__UNLIKELY(*e == NULL))
-        return PP_ESTALE;
-    *t = pp__thread_get(pool);
-    if (PP__UNLIKELY(*t == NULL))
-        return PP_ENOMEM;
-    return 0;
-}
 pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t);
 void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t);
@@ -287,6 +265,21 @@ static inline pp__thread_t *pp__thread_get(pp_pool_t *pool)
     if (PP__LIKELY(n != NULL && n->serial == pool->serial))
         return n->t;
     return pp__thread_get_slow(pool);
+}
+/* The prologue of every call that takes a ref: the entry the ref names and
+ * the calling thread's record.  0, PP_EINVAL, PP_ESTALE or PP_ENOMEM. */
+static inline int pp__begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
+                            pp__thread_t **t)
+{
+    if (PP__UNLIKELY(pool == NULL))
+        return PP_EINVAL;
+    *e = pp__lookup(pool, ref);
+    if (PP__UNLIKELY(*e == NULL))
+        return PP_ESTALE;
+    *t = pp__thread_get(pool);
+    if (PP__UNLIKELY(*t == NULL))
+        return PP_ENOMEM;
+    return 0;
 }
 int pp__epoch_init(pp_pool_t *pool);
 pp__thread_t *pp__thread_new_reclaimer(pp_pool_t *pool);

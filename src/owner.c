@@ -62,7 +62,6 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
                                          PP__F_LIVE | PP__F_RESIDENT);
     pp__atomic_add_relaxed(&pool->nodes[n]->resident_bytes, size);
     pp__counter_add(&t->count[n].puts, 1);
-    pp__counter_add(&t->count[n].put_bytes, size);
     *out = pp__ref_make(n, e->slot, gen);
     return 0;
 }

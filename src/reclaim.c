@@ -152,7 +152,6 @@ static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *
     pp__atomic_sub_relaxed(&node->resident_bytes, e->size);
     if (pool->mem_limit != 0)
         pp__atomic_sub_relaxed(&pool->resident, e->size);
-    pp__counter_add(&node->freed_bytes, e->size);
     /* release: the free function's effects happen before anything that
      * acquires this count (pp_pool_stats, hence pp_pool_drain). */
     pp__atomic_store_release(&node->frees, pp__atomic_load_relaxed(&node->frees) + 1);

@@ -107,6 +107,7 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->reclaim_queue_depth += from->reclaim_queue_depth;
     to->grace_polls += from->grace_polls;
     to->slots += from->slots;
+    to->retired_slots += from->retired_slots;
     to->lag_count += from->lag_count;
     to->lag_total_ns += from->lag_total_ns;
     if (from->lag_max_ns > to->lag_max_ns)
@@ -145,6 +146,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->resident_bytes = pp__atomic_load_relaxed(&node->resident_bytes);
         uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
+        s->retired_slots = pp__atomic_load_relaxed(&node->retired_slots);
         s->reclaimer_tid = pp__atomic_load_relaxed(&node->tid);
         s->cpu_bound = pp__atomic_load_relaxed(&node->cpu_bound);
         s->mem_bound = pp__atomic_load_relaxed(&node->mem_bound);

@@ -248,6 +248,10 @@ Test(table, slot_retired_when_generation_exhausted, .timeout = 60)
     test_drain(pool);
     cr_assert_eq(ct_frees(ct, 0), 1);
     assert_all_stale(pool, last);
+    pp_stats_t st;
+    test_stats(pool, &st);
+    cr_assert_eq(st.node[0].retired_slots, 1);
+    cr_assert_eq(st.total.retired_slots, 1);
 
     /* Enough puts on the same node, from the same thread, that a recycled
      * slot would be handed out again; this one never is, and so no ref

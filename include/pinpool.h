@@ -31,10 +31,47 @@
  *    carries a 32-bit generation that is checked in the same atomic word as
  *    the count it changes.  A slot whose generation would wrap is retired,
  *    so a stale ref can never name a later entry.
- *  - The free function runs exactly once per entry, on the reclaimer thread
- *    of the entry's home node (or, for entries still owned at
- *    pp_pool_destroy, on that reclaimer during destroy).  The thread that did
- *    the final unpin or release never calls it and never waits for it.
+ *  - The free function runs on the reclaimer thread of the entry's home node
+ *    (or, for entries still owned at pp_pool_destroy, on that reclaimer
+ *    during destroy), exactly once for the data the entry holds in memory
+ *    when it dies.  The thread that did the final unpin or release never
+ *    calls it and never waits for it.  With swap (see "Swap"), data that is
+ *    evicted is freed by the node's swap thread after it was written out,
+ *    and data that is loaded back comes from the type's load (or malloc).
+ *
+ * ---------------------------------------------------------------------------
+ * Swap (pp_options_t.swap_dir and mem_limit)
+ * ---------------------------------------------------------------------------
+ *  With a memory limit and a swap directory, each node domain also runs a
+ *  swap thread.  When the resident bytes of the pool pass 15/16 of
+ *  mem_limit (the high watermark), the swap threads evict unpinned, alive,
+ *  not escaped entries of swappable types, chosen by CLOCK with a second
+ *  chance (each pin sets a recency bit), in batches, until resident bytes
+ *  are back under 7/8 of the limit (the low watermark).  A dirty entry (new,
+ *  or pinned with PP_PIN_WRITE since its last write) is written to the swap
+ *  store with an XXH3 checksum (and LZ4-compressed with PP_SWAP_COMPRESS);
+ *  a clean entry whose swap copy is still valid is dropped without a write.
+ *  Its memory is then freed with the type's free function.
+ *
+ *  A pin always wins: a pin that races with an eviction succeeds at once
+ *  and the eviction is abandoned (a PP_PIN_WRITE pin that arrives while the
+ *  bytes are being written waits until the writer has stopped reading them,
+ *  at most one chunk of 1 MiB).  A pinned entry is never written out, freed
+ *  or moved.  pp_pin() of a swapped entry loads it on the calling thread
+ *  (other pinners of that entry wait for that load); a load that needs room
+ *  first has the swap threads evict, and returns PP_ENOMEM at once if
+ *  nothing can be evicted (every resident byte pinned, escaped, being
+ *  loaded, of a PP_TYPE_NOSWAP type, or dirty with the swap store full or
+ *  failing).  Reserved resident bytes never exceed mem_limit: an entry
+ *  being loaded counts from before its memory is allocated.
+ *
+ *  Nothing acknowledged is ever lost: a write that fails (EIO, ENOSPC, a
+ *  short write) leaves the entry resident and counts an I/O error; a read
+ *  that fails returns PP_EIO and keeps the swap copy for a retry; a copy
+ *  whose checksum does not match is PP_ECORRUPT (never returned as data).
+ *  Swap files live in a private directory made with mkdtemp under
+ *  swap_dir (mode 0700; files 0600, created O_EXCL), removed by
+ *  pp_pool_destroy().
  *
  * ---------------------------------------------------------------------------
  * Threads, progress and memory ordering
@@ -45,16 +82,24 @@
  *
  *  | call                         | progress            | blocks? | may run concurrently with   |
  *  |------------------------------|---------------------|---------|-----------------------------|
- *  | pp_pin, pp_unpin, pp_*_many  | lock-free           | never   | every call but destroy      |
+ *  | pp_pin, pp_pin_many, pp_get  | lock-free if        | only to | every call but destroy      |
+ *  |                              | resident            | load *  |                             |
+ *  | pp_unpin, pp_unpin_many      | lock-free           | never   | every call but destroy      |
  *  | pp_retain, pp_release        | lock-free           | never   | every call but destroy      |
- *  | pp_get, pp_stat, pp_prefetch | lock-free           | never   | every call but destroy      |
- *  | pp_put                       | lock-free           | never   | every call but destroy      |
+ *  | pp_stat, pp_prefetch         | lock-free           | never   | every call but destroy      |
+ *  | pp_put                       | lock-free           | only for| every call but destroy      |
+ *  |                              |                     | room *  |                             |
  *  | pp_quiescent                 | wait-free           | never   | every call but destroy      |
  *  | pp_pool_stats                | takes a short lock  | briefly | every call but destroy      |
  *  | pp_thread_exit               | takes a short lock  | briefly | every call but destroy      |
  *  | pp_pool_drain                | blocking (polls)    | yes     | every call but destroy      |
  *  | pp_pool_create               | blocking            | yes     | anything (other pools)      |
  *  | pp_pool_destroy              | blocking (joins)    | yes     | NOTHING on the same pool    |
+ *
+ *  (*) Only with swap: pp_pin/pp_pin_many/pp_get of an entry that is not
+ *  resident load it (I/O, allocation) or wait for the load in progress, and
+ *  pp_put/a load over the memory limit wait for the swap threads to make
+ *  room.  PP_PIN_NOWAIT never waits.
  *
  *  "Lock-free" calls take no lock, make no system call and allocate nothing
  *  (except a thread's one-time registration, and with PP_TRACK_PINS, which
@@ -151,35 +196,48 @@ typedef struct pp_type {
      * its home node's reclaimer thread.  Must not call into the same pool
      * with a ref of the entry being freed. */
     void (*free)(void *data, size_t size, void *ctx);
-    /* Swap support (declared now, used once the swap store lands).  Both
-     * NULL: the bytes [data, data+size) are written, and read back into
-     * memory from malloc(). */
+    /* Swap support.  Both NULL: the bytes [data, data+size) are written
+     * as they are, and read back into memory from malloc() (freed later
+     * with free, or with this type's free if set).  Otherwise both must be
+     * set: save writes the entry with pp_write() (any number of calls, any
+     * total length) and returns 0, or a nonzero value to abandon this
+     * eviction (the entry stays resident).  load allocates new data, reads
+     * what save wrote with pp_read() and stores the pointer in *data; it
+     * returns 0, or nonzero to fail the load (it must then have freed what
+     * it allocated; the swap copy is kept).  The bytes load reads have
+     * already passed their checksum.  Both run on pool threads (the swap
+     * thread, or the thread that pins) while no pin is held on the entry;
+     * they must not call into the pool. */
     int (*save)(const void *data, size_t size, pp_writer_t *w, void *ctx);
     int (*load)(void **data, size_t size, pp_reader_t *r, void *ctx);
     void *ctx;                         /* passed to free, save and load */
     unsigned flags;                    /* PP_TYPE_* */
 } pp_type_t;
 
-#define PP_TYPE_NOSWAP 0x1u            /* never write this type to swap */
+#define PP_TYPE_NOSWAP 0x1u            /* never evict entries of this type */
 
 /* Pool options.  Always start from PP_OPTIONS_INIT: fields may be added at
  * the end in later versions, and the macro gives them their defaults. */
 typedef struct pp_options {
-    /* Resident bytes the pool may hold; 0: no limit.  Without swap (this
-     * build) the limit is a hard cap: pp_put returns PP_ENOMEM rather than
-     * pass it. */
+    /* Resident bytes the pool may hold; 0: no limit.  Without swap_dir it
+     * is a hard cap: pp_put returns PP_ENOMEM rather than pass it.  With
+     * swap_dir, entries are evicted to stay under it (see "Swap"). */
     size_t mem_limit;
     /* Directory under which the private swap directory is made; NULL: no
-     * swap.  Not yet supported: pp_pool_create returns PP_ENOTSUP. */
+     * swap.  Needs mem_limit != 0 (else PP_EINVAL).  Must exist and be
+     * writable, else pp_pool_create returns PP_EIO. */
     const char *swap_dir;
-    uint64_t swap_limit;               /* bytes on disk; 0: no limit */
+    /* Bytes the swap copies may hold on disk; 0: no limit.  Over it, dirty
+     * entries are no longer evicted, and puts and loads that need room get
+     * PP_ENOMEM once nothing else can be evicted. */
+    uint64_t swap_limit;
     /* NULL: this machine's topology.  Otherwise an hwloc synthetic
      * description such as "pack:2 numa:2 core:2 pu:1", or the path of an
      * hwloc XML file (a string containing '/' or ending in ".xml").  A
      * topology that is not this machine's gives the same node domains,
      * reclaimers and tables, without CPU or memory binding. */
     const char *topology;
-    unsigned flags;                    /* PP_TRACK_PINS */
+    unsigned flags;                    /* PP_TRACK_PINS, PP_SWAP_COMPRESS */
     /* Where leak and misuse reports go, one line per call without a
      * trailing newline; NULL: standard error.  Called from the reporting
      * thread; must not call into the pool. */
@@ -192,6 +250,8 @@ typedef struct pp_options {
 /* Pool flags (pp_options_t.flags). */
 #define PP_TRACK_PINS 0x1u   /* remember thread and call site of each pin;
                                 also enabled by env PINPOOL_TRACK_PINS=1 */
+#define PP_SWAP_COMPRESS 0x2u /* LZ4-compress swap copies (kept raw when
+                                compression saves less than 1/16) */
 
 /* pp_put flags: choose the home node (0 <= n < number of nodes). */
 #define PP_ON_NODE(n) (0x100u | (((unsigned)(n) & 0xffu) << 16))
@@ -211,9 +271,12 @@ typedef struct pp_options {
 /* Creates a pool: loads the topology, makes one node domain per NUMA node
  * (tables, reclaim queue, reclaimer thread bound to the node's CPUs where
  * binding is possible).  opt may be NULL for the defaults.
- * Errors: PP_EINVAL (NULL out, unknown flags), PP_ETOPOLOGY (topology string
- * or file not loadable), PP_ENOTSUP (swap_dir set: swap is not built yet;
- * more than PP_MAX_NODES nodes), PP_ENOMEM.  Blocking. */
+ * With swap_dir, also makes the private swap directory and one swap file
+ * per node, and starts one swap thread per node.
+ * Errors: PP_EINVAL (NULL out, unknown flags, swap_dir without mem_limit),
+ * PP_ETOPOLOGY (topology string or file not loadable), PP_ENOTSUP (more
+ * than PP_MAX_NODES nodes), PP_EIO (swap directory or files could not be
+ * made), PP_ENOMEM.  Blocking. */
 PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
 
 /* Destroys a pool.  If any entry is still pinned, reports each pinned entry
@@ -221,7 +284,8 @@ PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
  * leaves the pool intact and usable.  Otherwise stops the reclaimers after
  * each has freed, exactly once, every entry of its node still alive or
  * queued (entries still owned are reported as leaked owners), removes
- * everything and returns 0.  No other call on this pool may run
+ * everything (swap directory and files included) and returns 0.  No other
+ * call on this pool may run
  * concurrently, and data obtained through pp_get() is invalid afterwards.
  * pool == NULL: PP_EINVAL. */
 PP_API int pp_pool_destroy(pp_pool_t *pool);
@@ -240,9 +304,11 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * lives on the calling thread's node unless flags carry PP_ON_NODE(n).
  * type may be NULL (flat buffer released with free()).  size may be 0.
  * Errors: PP_EINVAL (NULL pool, data or out; unknown flags; node out of
- * range; size > PTRDIFF_MAX), PP_ENOMEM (memory limit, table full, or no
- * memory for a new table segment).
- * Lock-free; never waits for another thread.  Once per 64 puts on a node it
+ * range; size > PTRDIFF_MAX), PP_ENOMEM (table full, no memory for a new
+ * table segment, or the memory limit: without swap when the entry does not
+ * fit; with swap when it does not fit and nothing can be evicted).
+ * Lock-free when the entry fits under the limit; with swap, a put that does
+ * not fit waits for the swap threads to evict.  Once per 64 puts on a node it
  * may take slots from a fresh table segment, and once per 8192 slots it
  * allocates that segment (hwloc/mmap, bound to the node). */
 PP_API int pp_put(pp_pool_t *pool, void *data, size_t size,
@@ -266,10 +332,16 @@ PP_API int pp_release(pp_pool_t *pool, pp_ref_t ref);
  * The pointer stays valid and unmoved until the matching pp_unpin().
  * PP_PIN_WRITE marks the entry dirty.  Acquire: sees every write made
  * before the last pp_unpin of the entry.
+ * A swapped entry is loaded first, on the calling thread (or the call waits
+ * for the load another thread does); with PP_PIN_NOWAIT the call returns
+ * PP_EAGAIN at once instead and the entry's swap thread loads it.
  * Errors: PP_ESTALE (dead, reclaimed or invalid ref), PP_EOVERFLOW
  * (PP_MAX_PINS pins held), PP_EINVAL (unknown flags), PP_EAGAIN (with
- * PP_PIN_NOWAIT, entry not resident; cannot happen until swap lands).
- * Lock-free, no system call, no allocation. */
+ * PP_PIN_NOWAIT, not resident: a load was started or is in progress),
+ * PP_ENOMEM (no room to load it and nothing evictable), PP_EIO (the read
+ * failed; the swap copy is kept, a later pin retries), PP_ECORRUPT (the
+ * swap copy failed its checksum).
+ * Resident entry: lock-free, no system call, no allocation. */
 PP_API int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data);
 
 /* Drops one pin.  Release: publishes the caller's writes to the data.  The
@@ -282,7 +354,10 @@ PP_API int pp_unpin(pp_pool_t *pool, pp_ref_t ref);
 /* Pins n refs, all or none: on failure every pin taken by this call is
  * dropped again and the first error is returned.  data may be NULL, or an
  * array of n pointers.  A ref may appear several times (it is pinned that
- * many times).  n == 0 succeeds.  Same guarantees as pp_pin. */
+ * many times).  n == 0 succeeds.  Same guarantees as pp_pin.  Swapped
+ * entries: loads of all of them are started first (on their swap threads)
+ * and then waited for; with PP_PIN_NOWAIT, PP_EAGAIN if any is not
+ * resident (loads of those are started). */
 PP_API int pp_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                        unsigned flags, void **data);
 
@@ -291,14 +366,17 @@ PP_API int pp_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
  * PP_ESTALE) and unpins nothing.  Lock-free. */
 PP_API int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n);
 
-/* Starts loading a swapped entry and never blocks.  Entries are always
- * resident in this build: returns 0 for a live entry, PP_ESTALE otherwise. */
+/* Starts loading a swapped entry on its node's swap thread and returns at
+ * once: 0 for a live entry (resident, loading, or a load now queued),
+ * PP_ESTALE otherwise.  A load that fails is not reported here; the next
+ * pin retries it and returns its error.  Never blocks, no allocation. */
 PP_API int pp_prefetch(pp_pool_t *pool, pp_ref_t ref);
 
 /* Escaped access: writes the data pointer to *data without taking a pin and
  * marks the entry escaped (it will never be evicted).  See "Lifetimes" for
- * how long the pointer is valid.  Errors: PP_ESTALE, PP_EINVAL (data NULL).
- * Lock-free, never blocks. */
+ * how long the pointer is valid.  A swapped entry is loaded first, as by
+ * pp_pin.  Errors: PP_ESTALE, PP_EINVAL (data NULL), and the load errors
+ * of pp_pin.  Lock-free for a resident entry. */
 PP_API int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data);
 
 /* Call-site variants: the same calls, recording file and line for the pin
@@ -351,10 +429,18 @@ PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 /* Swap stream (used inside a type's save/load)                              */
 /* ------------------------------------------------------------------------ */
 
-/* Not built yet: both return PP_ENOTSUP (they are never called by the pool
- * until the swap store lands). */
+/* Inside a type's save: appends n bytes to the entry's swap copy.  Returns
+ * 0, PP_EIO (the device failed, or over swap_limit: the save should return
+ * nonzero; the eviction is abandoned anyway), PP_EAGAIN (the entry was
+ * pinned meanwhile: the eviction is abandoned, stop writing), PP_EINVAL
+ * (NULL w, or NULL buf with n > 0). */
 PP_API int pp_write(pp_writer_t *w, const void *buf, size_t n);
+/* Inside a type's load: reads the next n bytes of what save wrote (already
+ * checksummed).  Returns 0, PP_EINVAL (NULL r or buf, or fewer than n bytes
+ * left: the copy holds less than load asks for). */
 PP_API int pp_read(pp_reader_t *r, void *buf, size_t n);
+/* Bytes left for pp_read (0 for NULL r). */
+PP_API size_t pp_read_left(const pp_reader_t *r);
 
 /* ------------------------------------------------------------------------ */
 /* Introspection                                                             */
@@ -362,10 +448,12 @@ PP_API int pp_read(pp_reader_t *r, void *buf, size_t n);
 
 /* pp_entry_info_t.state bits */
 #define PP_STATE_RESIDENT 0x01u  /* data is in memory */
-#define PP_STATE_SWAPPED  0x02u  /* a valid swap copy exists */
+#define PP_STATE_SWAPPED  0x02u  /* a swap copy exists (valid unless DIRTY) */
 #define PP_STATE_ESCAPED  0x04u  /* pp_get() was called: never evicted */
 #define PP_STATE_DIRTY    0x08u  /* pinned for write since last save */
 #define PP_STATE_DEAD     0x10u  /* last owner released (still pinned) */
+#define PP_STATE_LOADING  0x20u  /* a load is in progress */
+#define PP_STATE_EVICTING 0x40u  /* an eviction is in progress */
 
 typedef struct pp_entry_info {
     size_t size;
@@ -385,13 +473,20 @@ PP_API int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out);
 typedef struct pp_node_stats {
     uint64_t entries;            /* put and not yet freed */
     uint64_t resident_bytes;     /* bytes of those entries in memory */
-    uint64_t swapped_bytes;      /* bytes on disk (0 until swap lands) */
+    uint64_t swapped_bytes;      /* bytes of those entries only on disk */
     uint64_t puts, retains, releases, gets;
     uint64_t pins, unpins;       /* counted on the entry's home node */
-    uint64_t evictions_written;  /* 0 until swap lands */
-    uint64_t evictions_clean;
-    uint64_t loads;
-    uint64_t io_errors;
+    uint64_t evictions_written;  /* evicted after writing a new copy */
+    uint64_t evictions_clean;    /* evicted without a write (valid copy) */
+    uint64_t evictions_abandoned;/* a pin (or get, or death) won the race */
+    uint64_t loads;              /* successful loads from swap */
+    uint64_t load_waits;         /* pins that waited for another's load */
+    uint64_t swap_bytes_written; /* bytes written to the device */
+    uint64_t swap_raw_written;   /* the same copies' bytes before compression */
+    uint64_t swap_bytes_read;    /* bytes read from the device */
+    uint64_t swap_used_bytes;    /* bytes the node's swap copies hold now */
+    uint64_t checksum_failures;  /* loads that found a bad checksum */
+    uint64_t io_errors;          /* failed device writes, reads */
     uint64_t queued;             /* entries pushed to the reclaim queue */
     uint64_t frees;              /* free functions called */
     uint64_t reclaim_queue_depth;/* queued and not yet freed */
@@ -413,6 +508,12 @@ typedef struct pp_stats {
     unsigned threads;            /* threads registered now */
     int topology_is_this_system; /* 0 for synthetic or XML topologies */
     size_t mem_limit;
+    uint64_t swap_limit;
+    uint64_t resident_reserved;  /* resident bytes counted against mem_limit,
+                                    loads in progress included (0 without a
+                                    limit) */
+    uint64_t resident_peak;      /* the highest resident_reserved so far */
+    int swap;                    /* swap enabled */
     pp_node_stats_t total;       /* sums (tid/bound fields: 0) */
     pp_node_stats_t node[PP_MAX_NODES];
 } pp_stats_t;

@@ -36,6 +36,9 @@
 #define pp__atomic_cas_weak_acq_rel(p, expected, desired)                     \
     atomic_compare_exchange_weak_explicit((p), (expected), (desired),          \
         memory_order_acq_rel, memory_order_relaxed)
+#define pp__atomic_cas_strong_release(p, expected, desired)                   \
+    atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
+        memory_order_release, memory_order_relaxed)
 #define pp__atomic_cas_strong_acq_rel(p, expected, desired)                   \
     atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
         memory_order_acq_rel, memory_order_acquire)

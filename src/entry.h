@@ -36,27 +36,45 @@
  * entry (a zeroed slot never matches a ref), and a slot whose generation
  * would wrap is retired instead of reused, so no ref is ever reissued.
  *
- * Transitions of `pw` (gen g; pins p):
+ * Transitions of `pw` (gen g; pins p; BUSY = EVICTING | LOADING):
  *
- *   from                      | event            | to                              | by, order
- *   --------------------------|------------------|---------------------------------|-------------------------------
- *   FREE (g, no flags)        | put              | LIVE|RESIDENT (g+1), p = 0      | putter, store-release
- *   LIVE, !DEAD, p < MAX      | pin              | p + 1 (| DIRTY with WRITE)      | any thread, CAS-acquire
- *   LIVE, p > 0               | unpin            | p - 1                           | any thread, CAS-acq_rel
- *   LIVE|DEAD, p = 1          | unpin            | p = 0, | QUEUED  -> push       | final unpinner, CAS-acq_rel
- *   LIVE, !DEAD, owners -> 0  | last release     | | DEAD (| QUEUED if p = 0)     | last releaser, CAS-acq_rel
- *   LIVE, !DEAD               | get              | | ESCAPED                      | any thread, CAS-acquire
- *   LIVE|DEAD|QUEUED, p = 0   | reclaim          | FREE (g), or retired if g = max | home reclaimer, store-release
+ *   from                         | event          | to                                | by, order
+ *   -----------------------------|----------------|-----------------------------------|---------------------------
+ *   FREE (g, no flags)           | put            | LIVE|RESIDENT (g+1), p = 0        | putter, store-release
+ *   LIVE|RESIDENT, !DEAD, p<MAX  | pin            | p+1, |REF (|DIRTY with WRITE)     | any thread, CAS-acquire
+ *   LIVE, p > 0                  | unpin          | p - 1                             | any thread, CAS-acq_rel
+ *   LIVE|DEAD, p = 1, !BUSY      | unpin          | p = 0, |QUEUED -> push            | final unpinner, CAS-acq_rel
+ *   LIVE, !DEAD, owners -> 0     | last release   | |DEAD (|QUEUED if p = 0, !BUSY)   | last releaser, CAS-acq_rel
+ *   LIVE|RESIDENT, !DEAD         | get            | |ESCAPED                          | any thread, CAS-acquire
+ *   LIVE|RESIDENT, p = 0, !DEAD, | evict: claim   | |EVICTING, -DIRTY (-SWAPPED if a  | node's swap thread,
+ *     !ESCAPED, !BUSY, !REF      |                |   write is needed)                |   CAS-acquire
+ *   LIVE|RESIDENT, p>0, !REF...  | evict: chance  | -REF (second chance)              | swap thread, CAS-relaxed
+ *   the claimed word, unchanged  | evict: commit  | -EVICTING -RESIDENT, |SWAPPED      | swap thread, CAS-release
+ *   EVICTING, anything changed   | evict: abandon | -EVICTING (|SWAPPED if written),  | swap thread, CAS-release
+ *                                |                |   |QUEUED if DEAD and p = 0       |
+ *   LIVE|SWAPPED, !RESIDENT,     | load: claim    | |LOADING                          | pinner or swap thread,
+ *     !DEAD, !LOADING            |                |                                   |   CAS-acquire
+ *   LOADING                      | load: commit   | -LOADING |RESIDENT |REF (p+1 and  | the loader, CAS-release
+ *                                |                |   |DIRTY for a pinning loader)    |
+ *   LOADING                      | load: fail     | -LOADING (|QUEUED if DEAD, p = 0) | the loader, CAS-release
+ *   LIVE|DEAD|QUEUED, p = 0      | reclaim        | FREE (g), or retired if g = max   | home reclaimer, store-release
  *
  * Transitions of `ow`: put stores (g+1, 1); retain (g, o >= 1) -> o + 1;
  * release (g, o >= 1) -> o - 1.  An entry whose owners reached 0 is dead
  * and `ow` never changes again until the slot is reused.
  *
  * Invariants (checked by pp__pool_is_valid):
- *  - QUEUED implies DEAD, LIVE and p = 0; DEAD implies owners = 0.
- *  - A pinned entry (p > 0) is LIVE and RESIDENT; it is never freed.
+ *  - QUEUED implies DEAD, LIVE, p = 0 and !BUSY; DEAD implies owners = 0.
+ *  - A pinned entry (p > 0) is LIVE and RESIDENT; it is never freed, never
+ *    evicted (an eviction's commit needs the word it claimed, with p = 0),
+ *    and its data pointer never changes.
+ *  - EVICTING implies RESIDENT; LOADING implies !RESIDENT; never both.
+ *  - LIVE and !RESIDENT implies SWAPPED (the only copy is on disk); SWAPPED
+ *    means the node's swap record for the slot holds an extent, valid
+ *    unless DIRTY (DIRTY is only ever set on a resident entry).
  *  - Exactly one thread makes the transition to QUEUED, so exactly one push
- *    and exactly one free happen per entry.
+ *    and exactly one reclamation happen per entry; an entry with an I/O in
+ *    flight (BUSY) is queued by whoever ends that I/O.
  *  - A FREE slot is never referenced by a queue; a QUEUED slot is in exactly
  *    one reclaim queue or in its reclaimer's epoch-pending list.
  */
@@ -66,7 +84,13 @@
 #define PP__F_DEAD      ((uint64_t)1 << 22)  /* last owner released */
 #define PP__F_QUEUED    ((uint64_t)1 << 23)  /* pushed for reclamation */
 #define PP__F_ESCAPED   ((uint64_t)1 << 24)  /* pp_get was called */
-#define PP__F_DIRTY     ((uint64_t)1 << 25)  /* pinned for write */
+#define PP__F_DIRTY     ((uint64_t)1 << 25)  /* pinned for write since the last write-out */
+#define PP__F_SWAPPED   ((uint64_t)1 << 26)  /* the swap record holds an extent */
+#define PP__F_EVICTING  ((uint64_t)1 << 27)  /* claimed by the swap thread */
+#define PP__F_LOADING   ((uint64_t)1 << 28)  /* claimed by a loader */
+#define PP__F_REF       ((uint64_t)1 << 29)  /* recency bit: pinned since the hand passed */
+#define PP__F_NOSWAP    ((uint64_t)1 << 30)  /* never evicted: type or size 0 (set by put) */
+#define PP__F_BUSY      (PP__F_EVICTING | PP__F_LOADING)
 #define PP__GEN_SHIFT   32
 #define PP__OWNERS_MASK ((uint64_t)0xFFFFFFFFu)
 
@@ -90,7 +114,8 @@ typedef struct pp__entry {
     size_t size;
     const pp_type_t *type;
     union {
-        ck_stack_entry_t link;           /* reclaim queue / free-slot stack / magazine */
+        ck_stack_entry_t link;           /* reclaim queue / free-slot stack / magazine /
+                                            load queue (while LOADING) */
         ck_epoch_entry_t epoch;          /* while waiting for a grace period */
     } q;
     uint32_t slot;                       /* index in its node's table */

@@ -13,7 +13,9 @@
  *   stats.c     pp_stat, pp_pool_stats, lag histograms
  *   track.c     pin-leak tracking and reports
  *   pool.c      create, destroy, drain, validation
- *   swap.c      swap stream (not built yet)
+ *   evict.c     swap threads: CLOCK eviction, loads, room for puts and loads
+ *   swap.c      swap store: records, space, checksums, compression, streams
+ *   swapdev.c   the default swap device (files in a private directory)
  *
  * Nothing here is exported (the library is built with hidden visibility);
  * tests link the static library and may call pp__* functions.
@@ -111,6 +113,27 @@ typedef struct pp__thread {
 } pp__thread_t;
 
 /* ------------------------------------------------------------------------ */
+/* Swap records and space                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Where an entry's swap copy is, by slot, beside the table (the entry's own
+ * cache line has no room).  Written by the node's swap thread while it has
+ * the entry claimed (EVICTING) and published by the release that sets
+ * SWAPPED; read by loaders after the acquire that claims LOADING; freed by
+ * the reclaimer of a queued entry or by the swap thread before a rewrite. */
+typedef struct pp__swaprec {
+    uint64_t off;                        /* extent in the node's stream */
+    uint64_t cap;                        /* extent length (whole pages) */
+    uint64_t len;                        /* bytes stored */
+    uint64_t raw;                        /* bytes before compression (> len: LZ4) */
+    uint64_t sum;                        /* XXH3-64 of the stored bytes */
+} pp__swaprec_t;
+
+typedef struct pp__extent {
+    uint64_t off, len;
+} pp__extent_t;
+
+/* ------------------------------------------------------------------------ */
 /* Node domains                                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -150,6 +173,28 @@ typedef struct pp__node {
     pp__thread_t *rt;                    /* the reclaimer's epoch record */
     pthread_t thread;
     bool started;
+
+    /* Swap (evict.c, swap.c); untouched without swap. */
+    ck_stack_t load_q __attribute__((aligned(PP__CACHELINE)));  /* async loads */
+    struct ck_ec32 io_wake;              /* wakes the swap thread */
+    struct ck_ec32 io_done __attribute__((aligned(PP__CACHELINE)));
+                                         /* bumped when an entry's I/O ends */
+    pp__swaprec_t *_Atomic *sdir;        /* [PP__SEG_MAX] records, by slot */
+    pthread_mutex_t space_lock;          /* the stream's free extents */
+    pp__extent_t *ext;                   /* free extents, unordered */
+    size_t next, ncap;
+    uint64_t end;                        /* first byte never handed out */
+    _Atomic uint64_t swapped_bytes;      /* entry bytes only on disk */
+    _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
+    _Atomic uint64_t loads, load_waits, sw_written, sw_raw, sw_read, sw_used;
+    _Atomic uint64_t csum_fail, io_errors;
+    _Atomic uint64_t pass_seq;           /* last room request a pass served */
+    _Atomic uint64_t pass_freed;         /* bytes that pass freed */
+    uint32_t hand;                       /* CLOCK hand (swap thread only) */
+    _Atomic int io_stop;
+    pp__thread_t *st;                    /* the swap thread's record (counters) */
+    pthread_t io_thread;
+    bool io_started;
 } pp__node_t;
 
 /* ------------------------------------------------------------------------ */
@@ -164,7 +209,19 @@ struct pp_pool {
     pp__node_t *nodes[PP_MAX_NODES];
     bool track;
     size_t mem_limit;
-    _Atomic uint64_t resident;           /* total, for the mem_limit cap */
+    _Atomic uint64_t resident;           /* reserved resident bytes, for mem_limit */
+    _Atomic uint64_t resident_peak;
+
+    /* Swap (evict.c, swap.c). */
+    bool swap;
+    bool compress;
+    struct pp__swapdev *dev;
+    uint64_t swap_limit;
+    _Atomic uint64_t swap_used;          /* extent bytes held, all nodes */
+    uint64_t high_wm, low_wm;            /* eviction starts / stops */
+    _Atomic uint64_t room_req;           /* room requests made (sequence) */
+    _Atomic uint64_t room_want;          /* bytes waited for */
+    struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
     void (*report)(const char *line, void *ctx);
     void *report_ctx;
 
@@ -293,6 +350,7 @@ void pp__threads_free(pp_pool_t *pool);
 unsigned pp__threads_in_use(pp_pool_t *pool);
 
 /* reclaim.c */
+extern const struct ck_ec_mode pp__ec_mode;   /* futex ops, many producers */
 int pp__reclaim_start(pp_pool_t *pool);
 void pp__reclaim_stop(pp_pool_t *pool);
 /* Queues a dead, unpinned entry (the caller made it QUEUED) and returns at
@@ -314,6 +372,48 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
                     pp__thread_t *t);
 int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
 
+/* evict.c -- memory reservations, swap threads, loads. */
+/* Reserves size bytes against mem_limit.  Without swap (or wait false) a
+ * hard cap: PP_ENOMEM if it does not fit.  With swap and wait, has the swap
+ * threads evict and waits for room; PP_ENOMEM once nothing evictable is
+ * left.  0 on success (always without a limit). */
+int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait);
+void pp__mem_unreserve(pp_pool_t *pool, size_t size);
+int pp__evict_start(pp_pool_t *pool);
+void pp__evict_stop(pp_pool_t *pool);
+/* The slow path of a pin, get or pin_many: the entry is not resident, or a
+ * write pin met an eviction in progress.  Pins (pin true) or makes
+ * resident and escaped (pin false), loading it if needed.  0 or an error,
+ * as pp_pin documents. */
+int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags,
+                 bool pin, void **data);
+/* Starts a load on the swap thread if the entry is swapped and no load
+ * runs.  Never blocks.  0 or PP_ESTALE. */
+int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
+/* Waits until no eviction holds e (a write pin's data must not be read by
+ * the swap thread while the caller writes).  The caller holds a pin. */
+void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
+/* After clearing BUSY: queues a dead, unpinned entry (next has QUEUED set)
+ * and wakes whoever waits for the node's I/O. */
+void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
+                pp__thread_t *t);
+
+/* swap.c -- the store.  Pre for save: the caller (node's swap thread) has
+ * e claimed EVICTING with SWAPPED clear; claimed is the word it set. */
+int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, struct pp__swapdev *dev);
+void pp__swap_close(pp_pool_t *pool);
+/* Writes e's data as its swap copy.  0, PP_EAGAIN (e's word changed: a pin
+ * won, nothing kept), PP_EIO (device failed), PP_ENOMEM (swap_limit or no
+ * memory); on failure no extent is kept. */
+int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed);
+/* Reads e's copy into new memory (*data), checksum verified.  The caller
+ * holds LOADING.  0, PP_EIO, PP_ECORRUPT, PP_ENOMEM; the copy is kept. */
+int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data);
+/* Frees e's extent (its record must hold one). */
+void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
+/* Whether entries of this type can be evicted. */
+bool pp__type_swappable(const pp_type_t *type);
+
 /* stats.c */
 unsigned pp__lag_bucket(uint64_t ns);
 uint64_t pp__lag_bucket_upper(unsigned b);
@@ -326,5 +426,13 @@ int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners);
 /* Gives a live, unpinned entry generation gen; its new ref in *out.
  * Single-threaded use only (no other call may touch the entry). */
 int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out);
+/* pp_pool_create with the given swap device instead of the file device
+ * (it takes dev over, closing it on failure).  Tests only. */
+int pp__pool_create_dev(const pp_options_t *opt, struct pp__swapdev *dev, pp_pool_t **out);
+/* The swap copy of a live entry: its stream offset and stored length.
+ * PP_ESTALE, or PP_EAGAIN if it has no copy.  Tests only. */
+int pp__debug_swap_where(pp_pool_t *pool, pp_ref_t ref, uint64_t *off, uint64_t *len);
+/* The pool's private swap directory ("" without swap). */
+const char *pp__swap_path(pp_pool_t *pool);
 
 #endif /* PP_INTERNAL_H */

@@ -8,26 +8,14 @@
 
 #define PP__PUT_FLAGS (PP_ON_NODE(0xff))
 
-/* Reserves size bytes against the memory limit (a hard cap: never passed,
- * even transiently). */
-static bool pp__mem_reserve(pp_pool_t *pool, size_t size)
-{
-    if (pool->mem_limit == 0)
-        return true;
-    uint64_t cur = pp__atomic_load_relaxed(&pool->resident);
-    do {
-        if (size > pool->mem_limit || cur > pool->mem_limit - size)
-            return false;
-    } while (!pp__atomic_cas_weak_relaxed(&pool->resident, &cur, cur + size));
-    return true;
-}
-
 int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
            unsigned flags, pp_ref_t *out)
 {
     if (pool == NULL || data == NULL || out == NULL || size > (size_t)PTRDIFF_MAX ||
         (flags & ~PP__PUT_FLAGS) != 0)
         return PP_EINVAL;
+    if (type != NULL && (type->save == NULL) != (type->load == NULL))
+        return PP_EINVAL;   /* a type saves and loads, or neither */
     pp__thread_t *t = pp__thread_get(pool);
     if (t == NULL)
         return PP_ENOMEM;
@@ -39,14 +27,15 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     } else {
         n = pp__current_node(pool, t);
     }
-    if (!pp__mem_reserve(pool, size))
-        return PP_ENOMEM;
+    int rc = pp__mem_reserve(pool, size, true);
+    if (rc != 0)
+        return rc;
     pp__entry_t *e = pp__slot_alloc(pool, n, t);
     if (e == NULL) {
-        if (pool->mem_limit != 0)
-            pp__atomic_sub_relaxed(&pool->resident, size);
+        pp__mem_unreserve(pool, size);
         return PP_ENOMEM;
     }
+    uint64_t noswap = !pool->swap || size == 0 || !pp__type_swappable(type) ? PP__F_NOSWAP : 0;
 
     /* The slot is ours alone: it came from a magazine. */
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
@@ -59,7 +48,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     /* release: data, size, type and ow are visible to any thread whose
      * acquire of pw sees this generation (pin, get, stat). */
     pp__atomic_store_release(&e->pw, ((uint64_t)gen << PP__GEN_SHIFT) |
-                                         PP__F_LIVE | PP__F_RESIDENT);
+                                         PP__F_LIVE | PP__F_RESIDENT | noswap);
     pp__atomic_add_relaxed(&pool->nodes[n]->resident_bytes, size);
     pp__counter_add(&t->count[n].puts, 1);
     *out = pp__ref_make(n, e->slot, gen);
@@ -97,7 +86,8 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
          * recycle this entry, so the generation must still match. */
         PP__CHECK(pp__word_gen(pw) == gen && (pw & PP__F_LIVE) && !(pw & PP__F_DEAD));
         next = pw | PP__F_DEAD;
-        if (pp__pw_pins(pw) == 0)
+        /* With an I/O in flight, whoever ends it queues the entry. */
+        if (pp__pw_pins(pw) == 0 && !(pw & PP__F_BUSY))
             next |= PP__F_QUEUED;
         /* acq_rel: release hands our writes to the reclaimer (through the
          * push) or to the final unpinner; acquire takes the unpinners'

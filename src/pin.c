@@ -15,24 +15,33 @@
 static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                   pp__thread_t *t, bool count);
 
-/* The pin transition; returns 0 or an error, *data set on success. */
+#define PP__SLOW 1   /* not resident, or a write pin meets an eviction */
+
+/* The pin transition; returns 0, an error, or PP__SLOW (nothing done: the
+ * caller takes pp__pin_slow), *data set on success. */
 static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
                                 void **data)
 {
     uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0;
+    /* A write pin must not write while the swap thread reads the bytes. */
+    uint64_t slow = dirty ? PP__F_EVICTING : 0;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
         if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
                          (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
             return PP_ESTALE;
+        if (PP__UNLIKELY(!(pw & PP__F_RESIDENT) || (pw & slow)))
+            return PP__SLOW;
         if (PP__UNLIKELY(pp__pw_pins(pw) == PP_MAX_PINS))
             return PP_EOVERFLOW;
-        /* acquire: pairs with the putter's release and with every earlier
-         * unpin's release, so the data and all writes made to it under
-         * earlier pins are visible to the caller. */
-    } while (!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty));
+        /* acquire: pairs with the putter's release, the last load's release
+         * and every earlier unpin's release, so the data and all writes
+         * made to it under earlier pins are visible to the caller.  The
+         * changed word (count, REF) also makes any eviction in progress
+         * fail its commit: a pin always wins. */
+    } while (!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF));
     if (data != NULL)
-        *data = e->data;   /* stable: the pin keeps the entry from being freed */
+        *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
     return 0;
 }
 
@@ -47,6 +56,8 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     if (PP__UNLIKELY(rc != 0))
         return rc;
     rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
+    if (PP__UNLIKELY(rc == PP__SLOW))
+        rc = pp__pin_slow(pool, e, ref, flags, true, data);
     if (PP__UNLIKELY(rc != 0))
         return rc;
     if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0) {
@@ -79,7 +90,8 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
              * is stale, whatever pins it once had. */
             return (pw & PP__F_DEAD) ? PP_ESTALE : PP_ENOTPINNED;
         next = pw - 1u;
-        if (pp__pw_pins(next) == 0 && (pw & PP__F_DEAD))
+        /* With an eviction in progress, the swap thread queues it. */
+        if (pp__pw_pins(next) == 0 && (pw & PP__F_DEAD) && !(pw & PP__F_BUSY))
             next |= PP__F_QUEUED;
         /* acq_rel: release publishes the caller's writes to the data to the
          * next pinner and to the free function; acquire makes the final
@@ -133,13 +145,33 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     pp__thread_t *t = pp__thread_get(pool);
     if (t == NULL)
         return PP_ENOMEM;
+    /* 0. With swap: start the loads of every swapped entry at once, so
+     * they overlap instead of running one after the other. */
+    if (pool->swap) {
+        bool all_resident = true;
+        for (size_t i = 0; i < n; i++) {
+            pp__entry_t *e = pp__lookup(pool, refs[i]);
+            if (e == NULL)
+                return PP_ESTALE;
+            if (!(pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT)) {
+                all_resident = false;
+                int rc = pp__load_start(pool, e, refs[i]);
+                if (rc != 0)
+                    return rc;
+            }
+        }
+        if (!all_resident && (flags & PP_PIN_NOWAIT))
+            return PP_EAGAIN;
+    }
     /* 1. Pin everything, without marking dirty: a failed call must leave no
      * trace (counts, flags), so the effects come only after all succeeded. */
     for (size_t i = 0; i < n; i++) {
         pp__entry_t *e = pp__lookup(pool, refs[i]);
-        int rc = e == NULL ? PP_ESTALE
-                           : pp__pin_entry(e, pp_ref_gen(refs[i]), flags & ~PP_PIN_WRITE,
-                                           data != NULL ? &data[i] : NULL);
+        unsigned f = flags & ~PP_PIN_WRITE;
+        void **d = data != NULL ? &data[i] : NULL;
+        int rc = e == NULL ? PP_ESTALE : pp__pin_entry(e, pp_ref_gen(refs[i]), f, d);
+        if (rc == PP__SLOW)
+            rc = pp__pin_slow(pool, e, refs[i], f, true, d);
         if (rc != 0) {
             pp__pin_many_undo(pool, refs, i, t);
             return rc;
@@ -161,8 +193,11 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         if (flags & PP_PIN_WRITE) {
             pp__entry_t *e = pp__lookup(pool, refs[i]);
             /* relaxed: a flag for the pool's own bookkeeping; our pin keeps
-             * the generation, so the OR cannot touch a recycled slot. */
-            pp__atomic_or_relaxed(&e->pw, PP__F_DIRTY);
+             * the generation, so the OR cannot touch a recycled slot, and it
+             * already made any eviction in progress fail its commit. */
+            uint64_t old = pp__atomic_or_relaxed(&e->pw, PP__F_DIRTY);
+            if (old & PP__F_EVICTING)
+                pp__evict_wait(pool, pp_ref_node(refs[i]), e);
         }
         pp__counter_add(&t->count[pp_ref_node(refs[i])].pins, 1);
     }
@@ -225,6 +260,7 @@ int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
     if (rc != 0)
         return rc;
     uint32_t gen = pp_ref_gen(ref);
+again:
     /* The section keeps the slot from being recycled between the check of
      * the state word and the read of e->data. */
     pp__section_enter(t);
@@ -237,9 +273,14 @@ int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
             rc = PP_ESTALE;
             break;
         }
+        if (!(pw & PP__F_RESIDENT)) {
+            rc = PP__SLOW;
+            break;
+        }
         if (pw & PP__F_ESCAPED)
             break;
-        /* acquire: as for a pin, the data and earlier writes are visible. */
+        /* acquire: as for a pin, the data and earlier writes are visible.
+         * ESCAPED also makes any eviction in progress fail its commit. */
         if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_ESCAPED))
             break;
     }
@@ -248,6 +289,15 @@ int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
         pp__counter_add(&t->count[pp_ref_node(ref)].gets, 1);
     }
     pp__section_leave(t);
+    if (rc == PP__SLOW) {
+        /* Swapped: load it (outside the section), then escape it. */
+        rc = pp__pin_slow(pool, e, ref, 0, false, NULL);
+        if (rc != 0)
+            return rc;
+        goto again;
+    }
+    if (rc == 0 && (pw & PP__F_EVICTING))
+        pp__evict_wait(pool, pp_ref_node(ref), e);   /* the caller may write */
     return rc;
 }
 
@@ -261,5 +311,7 @@ int pp_prefetch(pp_pool_t *pool, pp_ref_t ref)
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (pp__word_gen(pw) != pp_ref_gen(ref) || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
         return PP_ESTALE;
-    return 0;   /* always resident until the swap store lands */
+    if (pw & PP__F_RESIDENT)
+        return 0;
+    return pp__load_start(pool, e, ref);
 }

@@ -8,8 +8,9 @@
 #include <time.h>
 
 #include "internal.h"
+#include "swapdev.h"
 
-#define PP__POOL_FLAGS (PP_TRACK_PINS)
+#define PP__POOL_FLAGS (PP_TRACK_PINS | PP_SWAP_COMPRESS)
 
 static _Atomic uint64_t pp__next_serial = 1;
 
@@ -30,10 +31,12 @@ static pp__node_t *pp__node_new(pp_pool_t *pool, unsigned n)
     return node;
 }
 
-/* Frees everything; reclaimers must be stopped (or never started). */
+/* Frees everything; stops the swap threads and reclaimers if running. */
 static void pp__pool_free(pp_pool_t *pool)
 {
+    pp__evict_stop(pool);
     pp__reclaim_stop(pool);
+    pp__swap_close(pool);
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
         if (node == NULL)
@@ -51,22 +54,44 @@ static void pp__pool_free(pp_pool_t *pool)
 
 int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 {
+    if (opt != NULL && opt->swap_dir != NULL) {
+        pp__swapdev_t *dev = pp__swapdev_file_new();
+        if (dev == NULL)
+            return PP_ENOMEM;
+        return pp__pool_create_dev(opt, dev, out);
+    }
+    return pp__pool_create_dev(opt, NULL, out);
+}
+
+int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t **out)
+{
     static const pp_options_t defaults = PP_OPTIONS_INIT;
-    if (out == NULL)
-        return PP_EINVAL;
-    *out = NULL;
     if (opt == NULL)
         opt = &defaults;
-    if ((opt->flags & ~PP__POOL_FLAGS) != 0)
+    bool swap = opt->swap_dir != NULL;
+    if (out == NULL || (opt->flags & ~PP__POOL_FLAGS) != 0 || (swap && opt->mem_limit == 0) ||
+        (swap && dev == NULL) || (!swap && dev != NULL)) {
+        if (dev != NULL)
+            dev->close(dev);
         return PP_EINVAL;
-    if (opt->swap_dir != NULL)
-        return PP_ENOTSUP;   /* the swap store is not built yet */
+    }
+    *out = NULL;
 
     pp_pool_t *pool = pp__aligned_alloc(PP__CACHELINE, sizeof *pool);
-    if (pool == NULL)
+    if (pool == NULL) {
+        if (dev != NULL)
+            dev->close(dev);
         return PP_ENOMEM;
+    }
     pool->serial = pp__atomic_add_relaxed(&pp__next_serial, 1);
     pool->mem_limit = opt->mem_limit;
+    pool->swap = swap;
+    pool->dev = dev;                     /* closed by pp__pool_free from here on */
+    pool->compress = swap && (opt->flags & PP_SWAP_COMPRESS) != 0;
+    pool->swap_limit = opt->swap_limit;
+    pool->high_wm = opt->mem_limit - opt->mem_limit / 16;
+    pool->low_wm = opt->mem_limit - opt->mem_limit / 8;
+    ck_ec32_init(&pool->room_ec, 0);
     pool->report = opt->report;
     pool->report_ctx = opt->report_ctx;
     const char *env = getenv("PINPOOL_TRACK_PINS");
@@ -75,17 +100,23 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 
     /* Locks and semaphore first, so pp__pool_free can always run. */
     if (pthread_mutex_init(&pool->track_lock, NULL) != 0) {
+        if (dev != NULL)
+            dev->close(dev);
         pp__free(pool);
         return PP_ENOMEM;
     }
     if (pp__epoch_init(pool) != 0) {
         pthread_mutex_destroy(&pool->track_lock);
+        if (dev != NULL)
+            dev->close(dev);
         pp__free(pool);
         return PP_ENOMEM;
     }
     if (sem_init(&pool->started, 0, 0) != 0) {
         pp__threads_free(pool);
         pthread_mutex_destroy(&pool->track_lock);
+        if (dev != NULL)
+            dev->close(dev);
         pp__free(pool);
         return PP_ENOMEM;
     }
@@ -102,7 +133,16 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
             return PP_ENOMEM;
         }
     }
+    if (swap) {
+        rc = pp__swap_open(pool, opt, dev);
+        if (rc != 0) {
+            pp__pool_free(pool);
+            return rc;
+        }
+    }
     rc = pp__reclaim_start(pool);
+    if (rc == 0)
+        rc = pp__evict_start(pool);
     if (rc != 0) {
         pp__pool_free(pool);
         return rc;
@@ -153,7 +193,10 @@ int pp_pool_destroy(pp_pool_t *pool)
     pp__registry_remove(pool);     /* exiting threads no longer touch it */
     pp__tls_forget(pool);          /* nor does this one */
 
-    /* Each reclaimer drains its queue and frees what is still owned. */
+    /* The swap threads end their I/O (queueing entries that died during
+     * it), then each reclaimer drains its queue and frees what is still
+     * owned, dropping swap copies. */
+    pp__evict_stop(pool);
     pp__reclaim_stop(pool);
     uint64_t leaked = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
@@ -223,6 +266,19 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     if (live && pp__word_gen(pw) == pp__word_gen(ow) && dead != (pp__ow_owners(ow) == 0))
         v->ok = false;                      /* dead exactly when owners reached 0 */
     if (live && pp__word_gen(pw) == 0)
+        v->ok = false;
+    bool resident = pw & PP__F_RESIDENT;
+    if (live && pp__pw_pins(pw) != 0 && !resident)
+        v->ok = false;                      /* pinned implies resident */
+    if ((pw & PP__F_EVICTING) && !resident)
+        v->ok = false;
+    if ((pw & PP__F_LOADING) && resident)
+        v->ok = false;
+    if (live && !resident && !(pw & PP__F_SWAPPED))
+        v->ok = false;                      /* the only copy is on disk */
+    if (queued && (pw & PP__F_BUSY))
+        v->ok = false;
+    if (live && !resident && (pw & PP__F_DIRTY))
         v->ok = false;
 }
 

@@ -79,7 +79,7 @@ static const struct ck_ec_ops pp__ec_ops = {
 };
 
 /* Many producers (any thread doing a final unpin), one waiter. */
-static const struct ck_ec_mode pp__ec_mode = {
+const struct ck_ec_mode pp__ec_mode = {
     .ops = &pp__ec_ops,
     .single_producer = false,
 };
@@ -141,17 +141,24 @@ static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
     pp__counter_add(&node->lag_hist[pp__lag_bucket(lag_ns)], 1);
 }
 
-/* Calls the free function and accounts for it; e's pw is not changed. */
-static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+/* Calls the free function (if the data is in memory), drops the swap copy
+ * (if any) and accounts for both; pw is the entry's word, not changed. */
+static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
+                                uint64_t pw)
 {
     const pp_type_t *type = e->type;
-    if (type != NULL && type->free != NULL)
-        type->free(e->data, e->size, type->ctx);
-    else
-        free(e->data);
-    pp__atomic_sub_relaxed(&node->resident_bytes, e->size);
-    if (pool->mem_limit != 0)
-        pp__atomic_sub_relaxed(&pool->resident, e->size);
+    if (pw & PP__F_RESIDENT) {
+        if (type != NULL && type->free != NULL)
+            type->free(e->data, e->size, type->ctx);
+        else
+            free(e->data);
+        pp__atomic_sub_relaxed(&node->resident_bytes, e->size);
+        pp__mem_unreserve(pool, e->size);
+    } else {
+        pp__atomic_sub_relaxed(&node->swapped_bytes, e->size);
+    }
+    if (pw & PP__F_SWAPPED)
+        pp__swap_drop(pool, node, e);
     /* release: the free function's effects happen before anything that
      * acquires this count (pp_pool_stats, hence pp_pool_drain). */
     pp__atomic_store_release(&node->frees, pp__atomic_load_relaxed(&node->frees) + 1);
@@ -182,11 +189,11 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     /* TSan: every read section that could have seen e ended before now. */
     PP__TSAN_ACQUIRE(&pool->tsan_token);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    PP__CHECK((pw & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED)) ==
+    PP__CHECK((pw & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED | PP__F_BUSY)) ==
                   (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
               pp__pw_pins(pw) == 0);
     uint32_t now_us = (uint32_t)(pp__now_ns() / 1000u);
-    pp__entry_free_data(pool, node, e);
+    pp__entry_free_data(pool, node, e, pw);
     pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
     pp__slot_recycle(pool, node, e);
 }
@@ -216,12 +223,12 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     if (!(pw & PP__F_LIVE))
         return;
-    PP__CHECK(!(pw & PP__F_QUEUED) && pp__pw_pins(pw) == 0);
+    PP__CHECK(!(pw & (PP__F_QUEUED | PP__F_BUSY)) && pp__pw_pins(pw) == 0);
     uint64_t k = pp__atomic_load_relaxed(&node->leaked_owned);
     if (k < 4)
         node->leaked_first[k] = pp__ref_make(n, e->slot, pp__word_gen(pw));
     pp__counter_add(&node->leaked_owned, 1);
-    pp__entry_free_data(pool, node, e);
+    pp__entry_free_data(pool, node, e, pw);
     pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);
 }
 

@@ -81,7 +81,10 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
         out->state = ((pw & PP__F_RESIDENT) ? PP_STATE_RESIDENT : 0) |
                      ((pw & PP__F_ESCAPED) ? PP_STATE_ESCAPED : 0) |
                      ((pw & PP__F_DIRTY) ? PP_STATE_DIRTY : 0) |
-                     ((pw & PP__F_DEAD) ? PP_STATE_DEAD : 0);
+                     ((pw & PP__F_DEAD) ? PP_STATE_DEAD : 0) |
+                     ((pw & PP__F_SWAPPED) ? PP_STATE_SWAPPED : 0) |
+                     ((pw & PP__F_LOADING) ? PP_STATE_LOADING : 0) |
+                     ((pw & PP__F_EVICTING) ? PP_STATE_EVICTING : 0);
     }
     pp__section_leave(t);
     return rc;
@@ -100,7 +103,14 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->unpins += from->unpins;
     to->evictions_written += from->evictions_written;
     to->evictions_clean += from->evictions_clean;
+    to->evictions_abandoned += from->evictions_abandoned;
     to->loads += from->loads;
+    to->load_waits += from->load_waits;
+    to->swap_bytes_written += from->swap_bytes_written;
+    to->swap_raw_written += from->swap_raw_written;
+    to->swap_bytes_read += from->swap_bytes_read;
+    to->swap_used_bytes += from->swap_used_bytes;
+    to->checksum_failures += from->checksum_failures;
     to->io_errors += from->io_errors;
     to->queued += from->queued;
     to->frees += from->frees;
@@ -122,6 +132,10 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     out->nodes = pool->nnodes;
     out->topology_is_this_system = pool->thissystem;
     out->mem_limit = pool->mem_limit;
+    out->swap_limit = pool->swap_limit;
+    out->swap = pool->swap;
+    out->resident_reserved = pp__atomic_load_relaxed(&pool->resident);
+    out->resident_peak = pp__atomic_load_relaxed(&pool->resident_peak);
 
     /* Reclaimer-side figures first: a free counted here was queued (and
      * put) before, so reading it first never shows more frees than puts. */
@@ -144,6 +158,18 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
         s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
         s->resident_bytes = pp__atomic_load_relaxed(&node->resident_bytes);
+        s->swapped_bytes = pp__atomic_load_relaxed(&node->swapped_bytes);
+        s->evictions_written = pp__atomic_load_relaxed(&node->ev_written);
+        s->evictions_clean = pp__atomic_load_relaxed(&node->ev_clean);
+        s->evictions_abandoned = pp__atomic_load_relaxed(&node->ev_abandoned);
+        s->loads = pp__atomic_load_relaxed(&node->loads);
+        s->load_waits = pp__atomic_load_relaxed(&node->load_waits);
+        s->swap_bytes_written = pp__atomic_load_relaxed(&node->sw_written);
+        s->swap_raw_written = pp__atomic_load_relaxed(&node->sw_raw);
+        s->swap_bytes_read = pp__atomic_load_relaxed(&node->sw_read);
+        s->swap_used_bytes = pp__atomic_load_relaxed(&node->sw_used);
+        s->checksum_failures = pp__atomic_load_relaxed(&node->csum_fail);
+        s->io_errors = pp__atomic_load_relaxed(&node->io_errors);
         uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
         s->retired_slots = pp__atomic_load_relaxed(&node->retired_slots);

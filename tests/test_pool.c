@@ -91,7 +91,7 @@ Test(pool, invalid_arguments, .timeout = 30)
     assert_rc(pp_pool_create(&o, NULL), PP_EINVAL);
     assert_rc(test_pool_create(&o, NULL), PP_EINVAL);
 
-    static const unsigned bad_flags[] = {0x2u, 0x4u, 0x100u, 0x80000000u,
+    static const unsigned bad_flags[] = {0x4u, 0x8u, 0x100u, 0x80000000u,
                                          PP_TRACK_PINS | 0x10u, ~0u};
     for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
         o.flags = bad_flags[i];
@@ -101,14 +101,19 @@ Test(pool, invalid_arguments, .timeout = 30)
     assert_rc(pp_pool_destroy(NULL), PP_EINVAL);
 }
 
-Test(pool, swap_dir_not_supported, .timeout = 30)
+Test(pool, swap_options_checked, .timeout = 30)
 {
     pp_options_t o = PP_OPTIONS_INIT;
-    o.swap_dir = "/tmp";
     pp_pool_t *pool = NULL;
-    assert_rc(test_pool_create(&o, &pool), PP_ENOTSUP);
+    o.swap_dir = "/tmp";                 /* swap without a memory limit */
+    assert_rc(test_pool_create(&o, &pool), PP_EINVAL);
+    cr_assert_null(pool);
     o.swap_limit = 1u << 20;
-    assert_rc(test_pool_create(&o, &pool), PP_ENOTSUP);
+    assert_rc(test_pool_create(&o, &pool), PP_EINVAL);
+    o.mem_limit = 1u << 20;              /* a directory that does not exist */
+    o.swap_dir = "/nonexistent/pinpool-test";
+    assert_rc(test_pool_create(&o, &pool), PP_EIO);
+    cr_assert_null(pool);
 }
 
 Test(pool, bad_topology, .timeout = 30)

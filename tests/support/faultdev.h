@@ -1,0 +1,207 @@
+/*
+ * faultdev.h -- a swap device for tests: the real file device underneath,
+ * with faults and gates the test switches on and off while the pool runs.
+ *
+ *   faultdev_t *fd = faultdev_new();
+ *   faultdev_pool_create(&opt, fd, &pool);        // pp__pool_create_dev
+ *   fd->write_err = -EIO;                         // every write fails
+ *   fd->write_short = 1;                          // writes stop half-way
+ *   fd->read_err = -EIO;                          // every read fails
+ *   faultdev_gate_close(fd, true, false);         // reads block...
+ *   faultdev_wait_blocked(fd, 1);                 // ...until one is stuck
+ *   faultdev_gate_open(fd);                       // ...and go on
+ *
+ * Faults and counters are atomics: the swap threads and loaders read them
+ * concurrently with the test thread.  The pool owns the device (closing it
+ * closes the inner file device and frees the wrapper); the test keeps its
+ * pointer only until pp_pool_destroy.
+ */
+#ifndef PP_TEST_FAULTDEV_H
+#define PP_TEST_FAULTDEV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "swapdev.h"
+
+typedef struct faultdev {
+    pp__swapdev_t dev;                   /* first: the pool sees this */
+    pp__swapdev_t *inner;                /* the real file device */
+    /* Faults (0: none). */
+    _Atomic int write_err;               /* -errno for every write */
+    _Atomic int write_short;             /* writes write half, then fail with -ENOSPC */
+    _Atomic int read_err;                /* -errno for every read */
+    _Atomic int read_zero;               /* reads return 0 (copy missing) */
+    _Atomic int sync_err;                /* -errno for every sync */
+    /* Counters. */
+    _Atomic unsigned long writes, write_bytes, reads, read_bytes, drops, syncs;
+    _Atomic unsigned long write_fails, read_fails;
+    /* Gate: while closed, reads (gate_reads) and writes (gate_writes)
+     * block in the device. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool gate_closed, gate_reads, gate_writes;
+    int blocked;                         /* calls waiting at the gate */
+} faultdev_t;
+
+static inline faultdev_t *faultdev_of(pp__swapdev_t *d)
+{
+    return (faultdev_t *)(void *)d;
+}
+
+static inline void faultdev_gate(faultdev_t *f, bool is_write)
+{
+    pthread_mutex_lock(&f->lock);
+    while (f->gate_closed && (is_write ? f->gate_writes : f->gate_reads)) {
+        f->blocked++;
+        pthread_cond_broadcast(&f->cond);
+        pthread_cond_wait(&f->cond, &f->lock);
+        f->blocked--;
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
+static int faultdev_open_(pp__swapdev_t *d, const char *parent, unsigned n)
+{
+    faultdev_t *f = faultdev_of(d);
+    int rc = f->inner->open(f->inner, parent, n);
+    memcpy(d->path, f->inner->path, sizeof d->path);
+    return rc;
+}
+
+static ssize_t faultdev_write_(pp__swapdev_t *d, unsigned s, const void *buf, size_t n,
+                               uint64_t off)
+{
+    faultdev_t *f = faultdev_of(d);
+    faultdev_gate(f, true);
+    atomic_fetch_add(&f->writes, 1);
+    int err = atomic_load(&f->write_err);
+    if (err != 0) {
+        atomic_fetch_add(&f->write_fails, 1);
+        return err;
+    }
+    if (atomic_load(&f->write_short)) {
+        if (n < 2) {
+            atomic_fetch_add(&f->write_fails, 1);
+            return -ENOSPC;
+        }
+        n /= 2;                          /* the next call (the rest) fails */
+    }
+    ssize_t r = f->inner->write(f->inner, s, buf, n, off);
+    if (r > 0)
+        atomic_fetch_add(&f->write_bytes, (unsigned long)r);
+    return r;
+}
+
+static ssize_t faultdev_read_(pp__swapdev_t *d, unsigned s, void *buf, size_t n, uint64_t off)
+{
+    faultdev_t *f = faultdev_of(d);
+    faultdev_gate(f, false);
+    atomic_fetch_add(&f->reads, 1);
+    int err = atomic_load(&f->read_err);
+    if (err != 0) {
+        atomic_fetch_add(&f->read_fails, 1);
+        return err;
+    }
+    if (atomic_load(&f->read_zero)) {
+        atomic_fetch_add(&f->read_fails, 1);
+        return 0;
+    }
+    ssize_t r = f->inner->read(f->inner, s, buf, n, off);
+    if (r > 0)
+        atomic_fetch_add(&f->read_bytes, (unsigned long)r);
+    return r;
+}
+
+static int faultdev_drop_(pp__swapdev_t *d, unsigned s, uint64_t off, uint64_t len)
+{
+    faultdev_t *f = faultdev_of(d);
+    atomic_fetch_add(&f->drops, 1);
+    return f->inner->drop(f->inner, s, off, len);
+}
+
+static int faultdev_sync_(pp__swapdev_t *d, unsigned s)
+{
+    faultdev_t *f = faultdev_of(d);
+    atomic_fetch_add(&f->syncs, 1);
+    int err = atomic_load(&f->sync_err);
+    return err != 0 ? err : f->inner->sync(f->inner, s);
+}
+
+static void faultdev_close_(pp__swapdev_t *d)
+{
+    faultdev_t *f = faultdev_of(d);
+    f->inner->close(f->inner);
+    pthread_mutex_destroy(&f->lock);
+    pthread_cond_destroy(&f->cond);
+    free(f);
+}
+
+static inline faultdev_t *faultdev_new(void)
+{
+    faultdev_t *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return NULL;
+    f->inner = pp__swapdev_file_new();
+    if (f->inner == NULL) {
+        free(f);
+        return NULL;
+    }
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cond, NULL);
+    f->dev.open = faultdev_open_;
+    f->dev.write = faultdev_write_;
+    f->dev.read = faultdev_read_;
+    f->dev.drop = faultdev_drop_;
+    f->dev.sync = faultdev_sync_;
+    f->dev.close = faultdev_close_;
+    return f;
+}
+
+/* Closes the gate for reads and/or writes: such calls block until it opens. */
+static inline void faultdev_gate_close(faultdev_t *f, bool reads, bool writes)
+{
+    pthread_mutex_lock(&f->lock);
+    f->gate_closed = true;
+    f->gate_reads = reads;
+    f->gate_writes = writes;
+    pthread_mutex_unlock(&f->lock);
+}
+
+static inline void faultdev_gate_open(faultdev_t *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->gate_closed = false;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Waits (on the device's condition variable: no sleep) until at least k
+ * calls are blocked at the gate. */
+static inline void faultdev_wait_blocked(faultdev_t *f, int k)
+{
+    pthread_mutex_lock(&f->lock);
+    while (f->blocked < k)
+        pthread_cond_wait(&f->cond, &f->lock);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* pp_pool_create with f as the swap device (PINPOOL_TEST_TOPOLOGY applied,
+ * like test_pool_create).  The pool owns f from here on, also on failure. */
+static inline int faultdev_pool_create(const pp_options_t *opt, faultdev_t *f, pp_pool_t **out)
+{
+    pp_options_t o = *opt;
+    if (o.topology == NULL) {
+        const char *t = getenv("PINPOOL_TEST_TOPOLOGY");
+        if (t != NULL && *t != '\0')
+            o.topology = t;
+    }
+    return pp__pool_create_dev(&o, &f->dev, out);
+}
+
+#endif /* PP_TEST_FAULTDEV_H */

@@ -54,10 +54,11 @@
  *  Its memory is then freed with the type's free function.
  *
  *  A pin always wins: a pin that races with an eviction succeeds at once
- *  and the eviction is abandoned (a PP_PIN_WRITE pin that arrives while the
- *  bytes are being written waits until the writer has stopped reading them,
- *  at most one chunk of 1 MiB).  A pinned entry is never written out, freed
- *  or moved.  pp_pin() of a swapped entry loads it on the calling thread
+ *  and the eviction is abandoned (a PP_PIN_WRITE pin, or a pp_get, that
+ *  arrives while the bytes are being written waits until the swap thread
+ *  has stopped reading them: within one 1 MiB chunk for flat entries; a
+ *  type's save sees PP_EAGAIN from pp_write and should return).  A pinned
+ *  entry is never written out, freed or moved.  pp_pin() of a swapped entry loads it on the calling thread
  *  (other pinners of that entry wait for that load); a load that needs room
  *  first has the swap threads evict, and returns PP_ENOMEM at once if
  *  nothing can be evicted (every resident byte pinned, escaped, being
@@ -197,17 +198,22 @@ typedef struct pp_type {
      * with a ref of the entry being freed. */
     void (*free)(void *data, size_t size, void *ctx);
     /* Swap support.  Both NULL: the bytes [data, data+size) are written
-     * as they are, and read back into memory from malloc() (freed later
-     * with free, or with this type's free if set).  Otherwise both must be
-     * set: save writes the entry with pp_write() (any number of calls, any
-     * total length) and returns 0, or a nonzero value to abandon this
-     * eviction (the entry stays resident).  load allocates new data, reads
-     * what save wrote with pp_read() and stores the pointer in *data; it
-     * returns 0, or nonzero to fail the load (it must then have freed what
-     * it allocated; the swap copy is kept).  The bytes load reads have
-     * already passed their checksum.  Both run on pool threads (the swap
-     * thread, or the thread that pins) while no pin is held on the entry;
-     * they must not call into the pool. */
+     * straight from memory, and read back into memory from posix_memalign
+     * (64-byte aligned), freed with free() -- so such a type must have
+     * free == NULL too; a type with its own free but no save/load is never
+     * evicted (the pool could not hand its free memory it understands).
+     * Otherwise both must be set (pp_put: PP_EINVAL if only one is): save
+     * writes the entry with pp_write() (any number of calls, any total
+     * length; the pool collects the copy in its own memory, then writes
+     * it) and returns 0, or nonzero to abandon this eviction (the entry
+     * stays resident).  load allocates new data, reads what save wrote
+     * with pp_read() and stores the pointer in *data; it returns 0, or
+     * nonzero to fail the load (having freed what it allocated; the swap
+     * copy is kept).  The bytes load reads have already passed their
+     * checksum.  Both run on pool threads (the node's swap thread, or a
+     * thread that pins) while the entry holds no pin, or only read pins;
+     * they must not call into the pool.  With swap, free is also called
+     * for the data of every entry evicted, on the node's swap thread. */
     int (*save)(const void *data, size_t size, pp_writer_t *w, void *ctx);
     int (*load)(void **data, size_t size, pp_reader_t *r, void *ctx);
     void *ctx;                         /* passed to free, save and load */
@@ -429,15 +435,17 @@ PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 /* Swap stream (used inside a type's save/load)                              */
 /* ------------------------------------------------------------------------ */
 
-/* Inside a type's save: appends n bytes to the entry's swap copy.  Returns
- * 0, PP_EIO (the device failed, or over swap_limit: the save should return
- * nonzero; the eviction is abandoned anyway), PP_EAGAIN (the entry was
- * pinned meanwhile: the eviction is abandoned, stop writing), PP_EINVAL
- * (NULL w, or NULL buf with n > 0). */
+/* Inside a type's save: appends n bytes to the entry's swap copy (the pool
+ * collects the copy in its memory and writes it after save returns, so
+ * device errors and swap_limit show in the stats, not here).  Returns 0,
+ * PP_EAGAIN (the entry was pinned meanwhile: the eviction is abandoned,
+ * stop writing and return nonzero), PP_ENOMEM (no memory to collect the
+ * copy: the eviction is abandoned), PP_EINVAL (NULL w, or NULL buf with
+ * n > 0).  After a failure every later call returns the same error. */
 PP_API int pp_write(pp_writer_t *w, const void *buf, size_t n);
 /* Inside a type's load: reads the next n bytes of what save wrote (already
- * checksummed).  Returns 0, PP_EINVAL (NULL r or buf, or fewer than n bytes
- * left: the copy holds less than load asks for). */
+ * checksummed).  Returns 0, PP_EINVAL (NULL r, NULL buf with n > 0, or
+ * fewer than n bytes left: the copy holds less than load asks for). */
 PP_API int pp_read(pp_reader_t *r, void *buf, size_t n);
 /* Bytes left for pp_read (0 for NULL r). */
 PP_API size_t pp_read_left(const pp_reader_t *r);
@@ -488,7 +496,10 @@ typedef struct pp_node_stats {
     uint64_t checksum_failures;  /* loads that found a bad checksum */
     uint64_t io_errors;          /* failed device writes, reads */
     uint64_t queued;             /* entries pushed to the reclaim queue */
-    uint64_t frees;              /* free functions called */
+    uint64_t frees;              /* entries reclaimed, once each (free function
+                                    called for data in memory, swap copy
+                                    dropped); frees of evicted data are
+                                    counted as evictions */
     uint64_t reclaim_queue_depth;/* queued and not yet freed */
     uint64_t grace_polls;        /* epoch polls made by the reclaimer */
     uint64_t slots;              /* table slots allocated on the node */

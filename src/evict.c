@@ -10,7 +10,7 @@
  * watermark (15/16 of the limit) wakes the swap threads; one that does not
  * fit asks them for room (a numbered request), waits until every node's
  * thread has run a pass after the request, and gives up with PP_ENOMEM if
- * those passes freed nothing.  Swap threads never wait for room: a load
+ * every node's last pass was stuck: still needed, and nothing freed.  Swap threads never wait for room: a load
  * they run that does not fit after a pass of their own is dropped (the pin
  * that needs it loads it).
  *
@@ -97,7 +97,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             served = true;
             for (unsigned n = 0; n < pool->nnodes && served; n++) {
                 /* acquire: pairs with the pass's release, so its
-                 * pass_freed is the one of that pass (or a later one). */
+                 * pass_stuck is the one of that pass (or a later one). */
                 served = pp__atomic_load_acquire(&pool->nodes[n]->pass_seq) >= seq;
             }
             if (!served)
@@ -107,10 +107,10 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             rc = 0;
             break;
         }
-        uint64_t freed = 0;
-        for (unsigned n = 0; n < pool->nnodes; n++)
-            freed += pp__atomic_load_relaxed(&pool->nodes[n]->pass_freed);
-        if (freed == 0)
+        bool stuck = true;
+        for (unsigned n = 0; n < pool->nnodes && stuck; n++)
+            stuck = pp__atomic_load_relaxed(&pool->nodes[n]->pass_stuck) != 0;
+        if (stuck)
             break;                       /* nothing evictable: PP_ENOMEM */
         /* Others took what was freed; ask again. */
     }
@@ -125,8 +125,8 @@ int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait)
         return 0;
     if (pp__mem_try(pool, size))
         return 0;
-    if (!pool->swap || !wait)
-        return PP_ENOMEM;
+    if (!pool->swap || !wait || size > pool->mem_limit)
+        return PP_ENOMEM;                /* never fits: evict nothing for it */
     return pp__room_wait(pool, size);
 }
 
@@ -166,8 +166,10 @@ static void pp__data_free(const pp_type_t *type, void *data, size_t size)
         free(data);
 }
 
-/* Gives up a claim; kept: the record now holds a written copy. */
-static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept)
+/* Gives up a claim; kept: the record now holds a written copy; lost: a
+ * pin, get or release won the race (else the write failed). */
+static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
+                              bool lost)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
     do {
@@ -180,7 +182,8 @@ static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
          * waiting write pinner's acquire of the cleared EVICTING, and the
          * record it wrote is published with SWAPPED. */
     } while (!pp__atomic_cas_weak_release(&e->pw, &pw, next));
-    pp__counter_add(&node->ev_abandoned, 1);
+    if (lost)
+        pp__counter_add(&node->ev_abandoned, 1);
     pp__io_end(pool, node->index, e, next, node->st);
 }
 
@@ -220,18 +223,18 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         if (pp__atomic_cas_strong_release(&e->pw, &expect, done)) {
             /* No pin existed since the claim, and none can start now (the
              * entry is not resident): the memory is ours to free. */
+            pp__atomic_add_relaxed(&node->swapped_bytes, size);
             pp__data_free(type, data, size);
             pp__atomic_sub_relaxed(&node->resident_bytes, size);
-            pp__atomic_add_relaxed(&node->swapped_bytes, size);
             pp__counter_add(write ? &node->ev_written : &node->ev_clean, 1);
             pp__mem_unreserve(pool, size);
             return size;
         }
-    } else if (rc != PP_EAGAIN) {
-        /* Write failed (counted by the store) or swap space ran out: the
-         * entry stays resident with no copy; it is tried again later. */
     }
-    pp__evict_abandon(pool, node, e, write && rc == 0);
+    /* rc != 0 and not PP_EAGAIN: the write failed (counted by the store)
+     * or swap space ran out; the entry stays resident with no copy and is
+     * tried again on a later pass. */
+    pp__evict_abandon(pool, node, e, write && rc == 0, rc == 0 || rc == PP_EAGAIN);
     return 0;
 }
 
@@ -242,8 +245,9 @@ static bool pp__evict_needed(pp_pool_t *pool)
 }
 
 /* One pass of the hand: at most two sweeps of the node's slots (the first
- * may only clear recency bits). */
-static uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force)
+ * may only clear recency bits).  *stuck: eviction was still needed at the
+ * end and the pass freed nothing (nothing on this node can go now). */
+static uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck)
 {
     uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
     if (slots > PP__MAX_SLOTS)
@@ -266,6 +270,7 @@ static uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force)
     }
     if (evicted > 0)
         (void)pool->dev->sync(pool->dev, node->index);
+    *stuck = freed == 0 && (force || pp__evict_needed(pool));
     return freed;
 }
 
@@ -282,19 +287,26 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
     pp__node_t *node = pool->nodes[n];
     size_t size = e->size;
     int rc = pp__mem_reserve(pool, size, evictor == NULL);
-    if (rc != 0 && evictor != NULL) {
+    if (rc != 0 && evictor != NULL && size <= pool->mem_limit) {
         pp__atomic_add_relaxed(&pool->room_want, size);
-        (void)pp__evict_pass(pool, evictor, true);
+        bool stuck;
+        (void)pp__evict_pass(pool, evictor, true, &stuck);
         pp__atomic_sub_relaxed(&pool->room_want, size);
         rc = pp__mem_reserve(pool, size, false);
     }
     void *mem = NULL;
     if (rc == 0) {
         rc = pp__swap_load(pool, node, e, &mem);
-        if (rc != 0)
+        if (rc != 0) {
             pp__mem_unreserve(pool, size);
-        else
+        } else {
             e->data = mem;               /* nobody reads it while LOADING */
+            /* Counted before the commit: once it is made, the entry may be
+             * queued and its reclaimer subtract these. */
+            pp__atomic_add_relaxed(&node->resident_bytes, size);
+            pp__atomic_sub_relaxed(&node->swapped_bytes, size);
+            pp__atomic_add_relaxed(&node->loads, 1);
+        }
     }
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
     bool pinned;
@@ -313,11 +325,6 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
         /* release: e->data and the loaded bytes happen before every later
          * pin's acquire of RESIDENT. */
     } while (!pp__atomic_cas_weak_release(&e->pw, &pw, next));
-    if (rc == 0) {
-        pp__atomic_add_relaxed(&node->resident_bytes, size);
-        pp__atomic_sub_relaxed(&node->swapped_bytes, size);
-        pp__atomic_add_relaxed(&node->loads, 1);
-    }
     pp__io_end(pool, n, e, next, t);
     if (rc == 0 && mode == PP__LOAD_PIN) {
         if (!pinned)
@@ -446,10 +453,11 @@ static void *pp__swap_main(void *arg)
             break;
         uint64_t req = pp__atomic_load_relaxed(&pool->room_req);
         if (req != served || pp__atomic_load_relaxed(&pool->resident) > pool->high_wm) {
-            uint64_t freed = pp__evict_pass(pool, node, false);
+            bool stuck;
+            uint64_t freed = pp__evict_pass(pool, node, false, &stuck);
             served = req;
-            pp__atomic_store_relaxed(&node->pass_freed, freed);
-            /* release: pass_freed is read after an acquire of pass_seq. */
+            pp__atomic_store_relaxed(&node->pass_stuck, stuck);
+            /* release: pass_stuck is read after an acquire of pass_seq. */
             pp__atomic_store_release(&node->pass_seq, req);
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
             if (freed > 0 && pp__evict_needed(pool))

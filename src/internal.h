@@ -189,7 +189,7 @@ typedef struct pp__node {
     _Atomic uint64_t loads, load_waits, sw_written, sw_raw, sw_read, sw_used;
     _Atomic uint64_t csum_fail, io_errors;
     _Atomic uint64_t pass_seq;           /* last room request a pass served */
-    _Atomic uint64_t pass_freed;         /* bytes that pass freed */
+    _Atomic int pass_stuck;              /* that pass could free nothing */
     uint32_t hand;                       /* CLOCK hand (swap thread only) */
     _Atomic int io_stop;
     pp__thread_t *st;                    /* the swap thread's record (counters) */

@@ -158,7 +158,11 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
         s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
         s->resident_bytes = pp__atomic_load_relaxed(&node->resident_bytes);
-        s->swapped_bytes = pp__atomic_load_relaxed(&node->swapped_bytes);
+        /* An entry that dies right after its eviction commits may be
+         * subtracted by its reclaimer an instant before the swap thread
+         * adds it: never show that transient as a huge number. */
+        int64_t swapped = (int64_t)pp__atomic_load_relaxed(&node->swapped_bytes);
+        s->swapped_bytes = swapped > 0 ? (uint64_t)swapped : 0;
         s->evictions_written = pp__atomic_load_relaxed(&node->ev_written);
         s->evictions_clean = pp__atomic_load_relaxed(&node->ev_clean);
         s->evictions_abandoned = pp__atomic_load_relaxed(&node->ev_abandoned);

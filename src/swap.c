@@ -301,10 +301,12 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
         ssize_t r = pool->dev->write(pool->dev, node->index, out + done, chunk_end - done,
                                      off + done);
         if (r <= 0) {
-            pp__atomic_add_relaxed(&node->io_errors, 1);
-            pp__report(pool, "pinpool: swap: write of %zu bytes at %llu on node %u failed: %s",
-                       chunk_end - done, (unsigned long long)(off + done), node->index,
-                       r < 0 ? strerror((int)-r) : "no progress");
+            uint64_t k = pp__atomic_add_relaxed(&node->io_errors, 1) + 1;
+            if ((k & (k - 1)) == 0)      /* 1st, 2nd, 4th, ...: no flood */
+                pp__report(pool, "pinpool: swap: write of %zu bytes at %llu on node %u "
+                           "failed: %s (I/O error %llu on this node; entry kept resident)",
+                           chunk_end - done, (unsigned long long)(off + done), node->index,
+                           r < 0 ? strerror((int)-r) : "no progress", (unsigned long long)k);
             rc = PP_EIO;
             break;
         }
@@ -398,10 +400,13 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
             ssize_t r = pool->dev->read(pool->dev, node->index, dst + done + got, want - got,
                                         off + done + got);
             if (r <= 0) {
-                pp__atomic_add_relaxed(&node->io_errors, 1);
-                pp__report(pool, "pinpool: swap: read of %zu bytes at %llu on node %u failed: %s",
-                           want - got, (unsigned long long)(off + done + got), node->index,
-                           r < 0 ? strerror((int)-r) : "copy shorter than written");
+                uint64_t k = pp__atomic_add_relaxed(&node->io_errors, 1) + 1;
+                if ((k & (k - 1)) == 0)
+                    pp__report(pool, "pinpool: swap: read of %zu bytes at %llu on node %u "
+                               "failed: %s (I/O error %llu on this node; copy kept)",
+                               want - got, (unsigned long long)(off + done + got), node->index,
+                               r < 0 ? strerror((int)-r) : "copy shorter than written",
+                               (unsigned long long)k);
                 rc = PP_EIO;
                 goto out;
             }

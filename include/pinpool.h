@@ -62,9 +62,13 @@
  *  (other pinners of that entry wait for that load); a load that needs room
  *  first has the swap threads evict, and returns PP_ENOMEM at once if
  *  nothing can be evicted (every resident byte pinned, escaped, being
- *  loaded, of a PP_TYPE_NOSWAP type, or dirty with the swap store full or
- *  failing).  Reserved resident bytes never exceed mem_limit: an entry
- *  being loaded counts from before its memory is allocated.
+ *  loaded, of a type that cannot be evicted, or dirty with the swap store
+ *  full or failing).  Bytes of dead entries waiting for their reclaimer's
+ *  grace period are waited for, not counted as lost -- except by a QSBR
+ *  thread between two pp_quiescent() calls, whose own section holds that
+ *  grace period back (it gets PP_ENOMEM).  Reserved resident bytes never
+ *  exceed mem_limit: an entry being loaded counts from before its memory
+ *  is allocated.
  *
  *  Nothing acknowledged is ever lost: a write that fails (EIO, ENOSPC, a
  *  short write) leaves the entry resident and counts an I/O error; a read
@@ -198,8 +202,8 @@ typedef struct pp_type {
      * with a ref of the entry being freed. */
     void (*free)(void *data, size_t size, void *ctx);
     /* Swap support.  Both NULL: the bytes [data, data+size) are written
-     * straight from memory, and read back into memory from posix_memalign
-     * (64-byte aligned), freed with free() -- so such a type must have
+     * straight from memory, and read back into memory from malloc(),
+     * freed with free() -- so such a type must have
      * free == NULL too; a type with its own free but no save/load is never
      * evicted (the pool could not hand its free memory it understands).
      * Otherwise both must be set (pp_put: PP_EINVAL if only one is): save
@@ -524,6 +528,9 @@ typedef struct pp_stats {
                                     loads in progress included (0 without a
                                     limit) */
     uint64_t resident_peak;      /* the highest resident_reserved so far */
+    uint64_t room_waits;         /* puts and loads that waited for the swap
+                                    threads to make room */
+    uint64_t room_enomem;        /* of those, the ones that got PP_ENOMEM */
     int swap;                    /* swap enabled */
     pp_node_stats_t total;       /* sums (tid/bound fields: 0) */
     pp_node_stats_t node[PP_MAX_NODES];

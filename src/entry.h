@@ -50,13 +50,13 @@
  *     !ESCAPED, !BUSY, !REF      |                |   write is needed)                |   CAS-acquire
  *   LIVE|RESIDENT, p>0, !REF...  | evict: chance  | -REF (second chance)              | swap thread, CAS-relaxed
  *   the claimed word, unchanged  | evict: commit  | -EVICTING -RESIDENT, |SWAPPED      | swap thread, CAS-release
- *   EVICTING, anything changed   | evict: abandon | -EVICTING (|SWAPPED if written),  | swap thread, CAS-release
+ *   EVICTING, anything changed   | evict: abandon | -EVICTING (|SWAPPED if written),  | swap thread, CAS-acq_rel
  *                                |                |   |QUEUED if DEAD and p = 0       |
  *   LIVE|SWAPPED, !RESIDENT,     | load: claim    | |LOADING                          | pinner or swap thread,
  *     !DEAD, !LOADING            |                |                                   |   CAS-acquire
- *   LOADING                      | load: commit   | -LOADING |RESIDENT |REF (p+1 and  | the loader, CAS-release
+ *   LOADING                      | load: commit   | -LOADING |RESIDENT |REF (p+1 and  | the loader, CAS-acq_rel
  *                                |                |   |DIRTY for a pinning loader)    |
- *   LOADING                      | load: fail     | -LOADING (|QUEUED if DEAD, p = 0) | the loader, CAS-release
+ *   LOADING                      | load: fail     | -LOADING (|QUEUED if DEAD, p = 0) | the loader, CAS-acq_rel
  *   LIVE|DEAD|QUEUED, p = 0      | reclaim        | FREE (g), or retired if g = max   | home reclaimer, store-release
  *
  * Transitions of `ow`: put stores (g+1, 1); retain (g, o >= 1) -> o + 1;

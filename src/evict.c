@@ -81,6 +81,7 @@ void pp__mem_unreserve(pp_pool_t *pool, size_t size)
 static int pp__room_wait(pp_pool_t *pool, size_t size)
 {
     int rc = PP_ENOMEM;
+    pp__atomic_add_relaxed(&pool->room_waits, 1);
     pp__atomic_add_relaxed(&pool->room_want, size);
     for (;;) {
         uint64_t seq = pp__atomic_add_relaxed(&pool->room_req, 1) + 1;
@@ -110,12 +111,31 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
         bool stuck = true;
         for (unsigned n = 0; n < pool->nnodes && stuck; n++)
             stuck = pp__atomic_load_relaxed(&pool->nodes[n]->pass_stuck) != 0;
-        if (stuck)
-            break;                       /* nothing evictable: PP_ENOMEM */
-        /* Others took what was freed; ask again. */
+        if (stuck) {
+            /* Nothing evictable.  Bytes of dead entries on their way to
+             * their reclaimers will be free after a grace period: wait for
+             * them, unless this thread's own QSBR section holds that grace
+             * period back. */
+            uint32_t seen = ck_ec32_value(&pool->room_ec);
+            if (pp__mem_try(pool, size)) {
+                rc = 0;
+                break;
+            }
+            uint64_t dying = 0;
+            for (unsigned n = 0; n < pool->nnodes; n++)
+                dying += pp__atomic_load_relaxed(&pool->nodes[n]->dying_bytes);
+            pp__thread_t *t = pp__thread_get(pool);
+            if (dying == 0 || t == NULL || t->in_section)
+                break;                   /* PP_ENOMEM */
+            ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, NULL);
+        }
+        /* Others took what was freed, or dead entries were freed: ask
+         * again. */
     }
 out:
     pp__atomic_sub_relaxed(&pool->room_want, size);
+    if (rc != 0)
+        pp__atomic_add_relaxed(&pool->room_enomem, 1);
     return rc;
 }
 
@@ -178,10 +198,13 @@ static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
             next |= PP__F_SWAPPED;       /* valid unless a write pin set DIRTY */
         if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
             next |= PP__F_QUEUED;
-        /* release: the swap thread's reads of the data happen before a
-         * waiting write pinner's acquire of the cleared EVICTING, and the
-         * record it wrote is published with SWAPPED. */
-    } while (!pp__atomic_cas_weak_release(&e->pw, &pw, next));
+        /* acq_rel: release orders the swap thread's reads of the data
+         * before a waiting write pinner's acquire of the cleared EVICTING,
+         * and publishes the record with SWAPPED; acquire takes the pins,
+         * unpins and releases made meanwhile, so that when this CAS queues
+         * the entry, the push carries them on to the reclaimer's free (as
+         * a final unpin's acq_rel does). */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
     if (lost)
         pp__counter_add(&node->ev_abandoned, 1);
     pp__io_end(pool, node->index, e, next, node->st);
@@ -322,9 +345,11 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
         }
         if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
             next |= PP__F_QUEUED;
-        /* release: e->data and the loaded bytes happen before every later
-         * pin's acquire of RESIDENT. */
-    } while (!pp__atomic_cas_weak_release(&e->pw, &pw, next));
+        /* acq_rel: release orders e->data and the loaded bytes before
+         * every later pin's acquire of RESIDENT; acquire takes the release
+         * of an owner who let go meanwhile, so a push below carries it on
+         * to the reclaimer's free. */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
     pp__io_end(pool, n, e, next, t);
     if (rc == 0 && mode == PP__LOAD_PIN) {
         if (!pinned)
@@ -423,9 +448,8 @@ static void pp__load_cancel(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         next = pw & ~PP__F_LOADING;
         if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
             next |= PP__F_QUEUED;
-        /* release: nothing of ours to publish but the cleared claim;
-         * release keeps the word's history ordered for its next reader. */
-    } while (!pp__atomic_cas_weak_release(&e->pw, &pw, next));
+        /* acq_rel: as for a load's commit (the entry may be queued here). */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
     pp__io_end(pool, node->index, e, next, node->st);
 }
 

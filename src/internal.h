@@ -150,6 +150,7 @@ typedef struct pp__node {
 
     /* Producers (final unpins and releases, any thread). */
     ck_stack_t reclaim_q __attribute__((aligned(PP__CACHELINE)));
+    _Atomic uint64_t dying_bytes;        /* swap: resident bytes queued, not yet freed */
     struct ck_ec32 wake __attribute__((aligned(PP__CACHELINE)));
 
     /* Putters. */
@@ -221,6 +222,7 @@ struct pp_pool {
     uint64_t high_wm, low_wm;            /* eviction starts / stops */
     _Atomic uint64_t room_req;           /* room requests made (sequence) */
     _Atomic uint64_t room_want;          /* bytes waited for */
+    _Atomic uint64_t room_waits, room_enomem;
     struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
     void (*report)(const char *line, void *ctx);
     void *report_ctx;

@@ -149,16 +149,20 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
      * they overlap instead of running one after the other. */
     if (pool->swap) {
         bool all_resident = true;
+        /* A stale ref fails the call before any load starts. */
         for (size_t i = 0; i < n; i++) {
             pp__entry_t *e = pp__lookup(pool, refs[i]);
-            if (e == NULL)
+            uint64_t pw = e != NULL ? pp__atomic_load_relaxed(&e->pw) : 0;
+            if (e == NULL || pp__word_gen(pw) != pp_ref_gen(refs[i]) ||
+                (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
                 return PP_ESTALE;
-            if (!(pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT)) {
-                all_resident = false;
-                int rc = pp__load_start(pool, e, refs[i]);
-                if (rc != 0)
-                    return rc;
-            }
+            all_resident = all_resident && (pw & PP__F_RESIDENT);
+        }
+        for (size_t i = 0; i < n && !all_resident; i++) {
+            pp__entry_t *e = pp__lookup(pool, refs[i]);
+            if (!(pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT) &&
+                pp__load_start(pool, e, refs[i]) != 0)
+                return PP_ESTALE;        /* died meanwhile */
         }
         if (!all_resident && (flags & PP_PIN_NOWAIT))
             return PP_EAGAIN;

@@ -105,6 +105,10 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     PP__ASSERT(pp__pw_pins(pp__atomic_load_relaxed(&e->pw)) == 0);
     e->queued_us = (uint32_t)(pp__now_ns() / 1000u);
     pp__counter_add(&t->count[n].queued, 1);
+    /* With swap, a put or load short of room waits for these bytes instead
+     * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
+    if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
+        pp__atomic_add_relaxed(&node->dying_bytes, e->size);
     /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
      * entry to the reclaimer's batch pop.  After it, this thread must not
@@ -193,7 +197,15 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
                   (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
               pp__pw_pins(pw) == 0);
     uint32_t now_us = (uint32_t)(pp__now_ns() / 1000u);
-    pp__entry_free_data(pool, node, e, pw);
+    size_t size = e->size;
+    pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
+    if (pool->swap && (pw & PP__F_RESIDENT)) {
+        /* After the unreserve, then a wake: a waiter that still sees these
+         * bytes dying is woken after they are free (evict.c). */
+        pp__atomic_sub_relaxed(&node->dying_bytes, size);
+        if (pp__atomic_load_relaxed(&pool->room_want) != 0)
+            ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
+    }
     pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
     pp__slot_recycle(pool, node, e);
 }

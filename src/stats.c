@@ -136,6 +136,8 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     out->swap = pool->swap;
     out->resident_reserved = pp__atomic_load_relaxed(&pool->resident);
     out->resident_peak = pp__atomic_load_relaxed(&pool->resident_peak);
+    out->room_waits = pp__atomic_load_relaxed(&pool->room_waits);
+    out->room_enomem = pp__atomic_load_relaxed(&pool->room_enomem);
 
     /* Reclaimer-side figures first: a free counted here was queued (and
      * put) before, so reading it first never shows more frees than puts. */

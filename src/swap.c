@@ -440,7 +440,11 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     int rc;
     void *mem = NULL;
     if (!custom) {
-        if (posix_memalign(&mem, 64, e->size > 0 ? e->size : 1) != 0)
+        /* malloc, not posix_memalign: glibc reuses the chunks evictions
+         * just freed for malloc, while aligned requests of 1 MiB grow and
+         * trim the heap (a brk and ~50 page faults) on every load. */
+        mem = malloc(e->size > 0 ? e->size : 1);
+        if (mem == NULL)
             return PP_ENOMEM;
         if (rec->raw != e->size) {
             free(mem);

@@ -56,7 +56,7 @@
  *  A pin always wins: a pin that races with an eviction succeeds at once
  *  and the eviction is abandoned (a PP_PIN_WRITE pin, or a pp_get, that
  *  arrives while the bytes are being written waits until the swap thread
- *  has stopped reading them: within one 1 MiB chunk for flat entries; a
+ *  has stopped reading them: within one 256 KiB chunk for flat entries; a
  *  type's save sees PP_EAGAIN from pp_write and should return).  A pinned
  *  entry is never written out, freed or moved.  pp_pin() of a swapped entry loads it on the calling thread
  *  (other pinners of that entry wait for that load); a load that needs room
@@ -347,7 +347,8 @@ PP_API int pp_release(pp_pool_t *pool, pp_ref_t ref);
  * PP_EAGAIN at once instead and the entry's swap thread loads it.
  * Errors: PP_ESTALE (dead, reclaimed or invalid ref), PP_EOVERFLOW
  * (PP_MAX_PINS pins held), PP_EINVAL (unknown flags), PP_EAGAIN (with
- * PP_PIN_NOWAIT, not resident: a load was started or is in progress),
+ * PP_PIN_NOWAIT, not resident: a load was started or is in progress; or,
+ * with PP_PIN_WRITE too, the entry is being written out: no pin is held),
  * PP_ENOMEM (no room to load it and nothing evictable), PP_EIO (the read
  * failed; the swap copy is kept, a later pin retries), PP_ECORRUPT (the
  * swap copy failed its checksum).
@@ -385,8 +386,11 @@ PP_API int pp_prefetch(pp_pool_t *pool, pp_ref_t ref);
 /* Escaped access: writes the data pointer to *data without taking a pin and
  * marks the entry escaped (it will never be evicted).  See "Lifetimes" for
  * how long the pointer is valid.  A swapped entry is loaded first, as by
- * pp_pin.  Errors: PP_ESTALE, PP_EINVAL (data NULL), and the load errors
- * of pp_pin.  Lock-free for a resident entry. */
+ * pp_pin; an entry being written out is escaped at once (the write-out is
+ * abandoned) and the call returns when the swap thread has stopped reading
+ * it (the caller may write).  Errors: PP_ESTALE, PP_EINVAL (data NULL), and
+ * the load errors of pp_pin.  Lock-free for a resident entry not being
+ * written out. */
 PP_API int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data);
 
 /* Call-site variants: the same calls, recording file and line for the pin

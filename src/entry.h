@@ -48,7 +48,7 @@
  *   LIVE|RESIDENT, !DEAD         | get            | |ESCAPED                          | any thread, CAS-acquire
  *   LIVE|RESIDENT, p = 0, !DEAD, | evict: claim   | |EVICTING, -DIRTY (-SWAPPED if a  | node's swap thread,
  *     !ESCAPED, !BUSY, !REF      |                |   write is needed)                |   CAS-acquire
- *   LIVE|RESIDENT, p>0, !REF...  | evict: chance  | -REF (second chance)              | swap thread, CAS-relaxed
+ *   as for claim, but REF       | evict: chance  | -REF (second chance)              | swap thread, CAS-relaxed
  *   the claimed word, unchanged  | evict: commit  | -EVICTING -RESIDENT, |SWAPPED      | swap thread, CAS-release
  *   EVICTING, anything changed   | evict: abandon | -EVICTING (|SWAPPED if written),  | swap thread, CAS-acq_rel
  *                                |                |   |QUEUED if DEAD and p = 0       |

@@ -191,7 +191,8 @@ typedef struct pp__node {
     _Atomic uint64_t csum_fail, io_errors;
     _Atomic uint64_t pass_seq;           /* last room request a pass served */
     _Atomic int pass_stuck;              /* that pass could free nothing */
-    uint32_t hand;                       /* CLOCK hand (swap thread only) */
+    uint32_t hand, hand_end;             /* CLOCK hand, end of its turn (swap thread) */
+    uint64_t synced;                     /* sw_written at the last sync (swap thread) */
     _Atomic int io_stop;
     pp__thread_t *st;                    /* the swap thread's record (counters) */
     pthread_t io_thread;

@@ -181,6 +181,16 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
             return rc;
         }
     }
+    /* 1b. A NOWAIT write must not wait for a write-out in progress.  Our
+     * pins keep any entry from being claimed now, so this check holds. */
+    if ((flags & PP_PIN_WRITE) && (flags & PP_PIN_NOWAIT)) {
+        for (size_t i = 0; i < n; i++) {
+            if (pp__atomic_load_relaxed(&pp__lookup(pool, refs[i])->pw) & PP__F_EVICTING) {
+                pp__pin_many_undo(pool, refs, n, t);
+                return PP_EAGAIN;
+            }
+        }
+    }
     /* 2. Tracking (debug mode) may fail to allocate: undo everything. */
     if (PP__UNLIKELY(pool->track)) {
         for (size_t i = 0; i < n; i++) {

@@ -1056,7 +1056,9 @@ Test(swap, failed_rewrite_keeps_new_contents_resident, .timeout = 60)
     sw_close(&s);
 }
 
-/* Starting write-back may fail: it costs nothing but page cache. */
+/* Starting write-back may fail: it costs nothing but page cache.  A swap
+ * thread starts it once it has been idle for a second after writing, so
+ * the test waits (for the call, not for a time) until it has happened. */
 Test(swap, failing_sync_loses_nothing, .timeout = 60)
 {
     sw_t s;
@@ -1067,7 +1069,7 @@ Test(swap, failing_sync_loses_nothing, .timeout = 60)
     for (size_t i = 0; i < N; i++)
         ref[i] = put_flat(s.pool, WF_SIZE, NULL, &RANDOM, seed_of(i, 0), 0);
     assert_rc(sw_squeeze(&s, 0), 0);
-    cr_assert_gt(atomic_load(&s.fd->syncs), 0);
+    cr_assert(WAIT_UNTIL(atomic_load(&s.fd->syncs) > 0, TEST_WAIT_MS), "no sync was started");
     for (size_t i = 0; i < N; i++)
         assert_swapped(&s, ref[i], "with sync failing");
     for (size_t i = 0; i < N; i++)

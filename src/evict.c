@@ -10,7 +10,8 @@
  * watermark (15/16 of the limit) wakes the swap threads; one that does not
  * fit asks them for room (a numbered request), waits until every node's
  * thread has run a pass after the request, and gives up with PP_ENOMEM if
- * every node's last pass was stuck: still needed, and nothing freed.  Swap threads never wait for room: a load
+ * every node's last pass was stuck (still needed, nothing freed) twice in
+ * a row with no eviction or load anywhere in between.  Swap threads never wait for room: a load
  * they run that does not fit after a pass of their own is dropped (the pin
  * that needs it loads it).
  *
@@ -86,10 +87,25 @@ void pp__mem_unreserve(pp_pool_t *pool, size_t size)
         ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
 }
 
+/* Evictions and loads done so far, all nodes: passes that each found
+ * nothing may have run at different moments, and between them loads may
+ * have made entries resident that can go now. */
+static uint64_t pp__swap_progress(pp_pool_t *pool)
+{
+    uint64_t p = 0;
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        p += pp__atomic_load_relaxed(&node->ev_written) +
+             pp__atomic_load_relaxed(&node->ev_clean) + pp__atomic_load_relaxed(&node->loads);
+    }
+    return p;
+}
+
 /* Asks every swap thread for a pass and waits for room. */
 static int pp__room_wait(pp_pool_t *pool, size_t size)
 {
     int rc = PP_ENOMEM;
+    uint64_t progress = UINT64_MAX;      /* at the last round of stuck passes */
     pp__atomic_add_relaxed(&pool->room_waits, 1);
     pp__atomic_add_relaxed(&pool->room_want, size);
     for (;;) {
@@ -121,6 +137,14 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
         for (unsigned n = 0; n < pool->nnodes && stuck; n++)
             stuck = pp__atomic_load_relaxed(&pool->nodes[n]->pass_stuck) != 0;
         if (stuck) {
+            /* Every node's pass found nothing.  Passes on different nodes
+             * run at different moments: unless nothing was evicted or
+             * loaded anywhere since the last such round, ask again. */
+            uint64_t now = pp__swap_progress(pool);
+            if (now != progress) {
+                progress = now;
+                continue;
+            }
             /* Nothing evictable.  Bytes of dead entries on their way to
              * their reclaimers will be free after a grace period: wait for
              * them, unless this thread's own QSBR section holds that grace

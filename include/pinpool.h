@@ -66,7 +66,9 @@
  *  full or failing).  Bytes of dead entries waiting for their reclaimer's
  *  grace period are waited for, not counted as lost -- except by a QSBR
  *  thread between two pp_quiescent() calls, whose own section holds that
- *  grace period back (it gets PP_ENOMEM).  Reserved resident bytes never
+ *  grace period back (it gets PP_ENOMEM), and only while reclaimers free
+ *  something at least every 10 ms (another QSBR thread may hold the grace
+ *  period back, for instance while it waits for a load the caller makes).  Reserved resident bytes never
  *  exceed mem_limit: an entry being loaded counts from before its memory
  *  is allocated.
  *

@@ -49,6 +49,10 @@ enum pp__load_mode { PP__LOAD_PIN, PP__LOAD_ONLY };
  * quarters on this project's machine, measured with swapbench). */
 #define PP__SYNC_IDLE_NS 1000000000L
 
+/* How long a put or load short of room waits for reclaimers that free
+ * nothing before it gives up (PP_ENOMEM). */
+#define PP__DYING_WAIT_NS 10000000L
+
 /* ------------------------------------------------------------------------ */
 /* Memory reservations                                                       */
 /* ------------------------------------------------------------------------ */
@@ -154,13 +158,32 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
                 rc = 0;
                 break;
             }
-            uint64_t dying = 0;
-            for (unsigned n = 0; n < pool->nnodes; n++)
+            uint64_t dying = 0, frees = 0;
+            for (unsigned n = 0; n < pool->nnodes; n++) {
                 dying += pp__atomic_load_relaxed(&pool->nodes[n]->dying_bytes);
+                frees += pp__atomic_load_relaxed(&pool->nodes[n]->frees);
+            }
             pp__thread_t *t = pp__thread_get(pool);
             if (dying == 0 || t == NULL || t->in_section)
                 break;                   /* PP_ENOMEM */
-            ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, NULL);
+            /* Only while the reclaimers make progress: a grace period held
+             * back by a QSBR thread that is itself blocked in the pool
+             * (waiting for a load this thread makes, say) would otherwise
+             * never end. */
+            struct timespec deadline;
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_nsec += PP__DYING_WAIT_NS;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            if (ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, &deadline) != 0) {
+                uint64_t later = 0;
+                for (unsigned n = 0; n < pool->nnodes; n++)
+                    later += pp__atomic_load_relaxed(&pool->nodes[n]->frees);
+                if (later == frees)
+                    break;               /* no reclaim for 10 ms: PP_ENOMEM */
+            }
         }
         /* Others took what was freed, or dead entries were freed: ask
          * again. */

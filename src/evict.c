@@ -242,16 +242,15 @@ static void pp__data_free(const pp_type_t *type, void *data, size_t size)
         free(data);
 }
 
-/* Gives up a claim; kept: the record now holds a written copy; lost: a
- * pin, get or release won the race (else the write failed). */
-static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
-                              bool lost)
+/* Ends an I/O on e without making it resident: clears its BUSY bit
+ * (clear), adds set, and queues the entry if it died meanwhile and holds
+ * no pin. */
+static void pp__busy_clear(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t clear,
+                           uint64_t set)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
     do {
-        next = pw & ~PP__F_EVICTING;
-        if (kept)
-            next |= PP__F_SWAPPED;       /* valid unless a write pin set DIRTY */
+        next = (pw & ~clear) | set;
         if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
             next |= PP__F_QUEUED;
         /* acq_rel: release orders the swap thread's reads of the data
@@ -261,9 +260,18 @@ static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
          * the entry, the push carries them on to the reclaimer's free (as
          * a final unpin's acq_rel does). */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    pp__io_end(pool, node->index, e, next, node->st);
+}
+
+/* Gives up a claim; kept: the record now holds a written copy (valid
+ * unless a write pin set DIRTY); lost: a pin, get or release won the race
+ * (else the write failed). */
+static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
+                              bool lost)
+{
     if (lost)
         pp__counter_add(&node->ev_abandoned, 1);
-    pp__io_end(pool, node->index, e, next, node->st);
+    pp__busy_clear(pool, node, e, PP__F_EVICTING, kept ? PP__F_SWAPPED : 0);
 }
 
 /* Tries to evict e; returns the bytes freed.  *spared counts a candidate
@@ -522,14 +530,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
 
 static void pp__load_cancel(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
-    do {
-        next = pw & ~PP__F_LOADING;
-        if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
-            next |= PP__F_QUEUED;
-        /* acq_rel: as for a load's commit (the entry may be queued here). */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
-    pp__io_end(pool, node->index, e, next, node->st);
+    pp__busy_clear(pool, node, e, PP__F_LOADING, 0);
 }
 
 static void *pp__swap_main(void *arg)

@@ -125,10 +125,13 @@ static int pp__space_alloc(pp_pool_t *pool, pp__node_t *node, uint64_t cap, uint
     return 0;
 }
 
+/* Gives back what pp__space_alloc handed out, with its accounting. */
 static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint64_t cap)
 {
     if (cap == 0)
         return;
+    pp__atomic_sub_relaxed(&pool->swap_used, cap);
+    pp__atomic_sub_relaxed(&node->sw_used, cap);
     (void)pool->dev->drop(pool->dev, node->index, off, cap);   /* space, never data */
     pthread_mutex_lock(&node->space_lock);
     /* Merge with the neighbours, then with the end of the stream. */
@@ -290,8 +293,6 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
         XXH3_freeState(xs);
         pp__free(cbuf);
         pp__space_free(pool, node, off, cap);
-        pp__atomic_sub_relaxed(&pool->swap_used, cap);
-        pp__atomic_sub_relaxed(&node->sw_used, cap);
         return PP_ENOMEM;
     }
     size_t done = 0, chunk_end = 0;
@@ -328,8 +329,6 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
         pp__atomic_add_relaxed(&node->sw_raw, len);
     } else {
         pp__space_free(pool, node, off, cap);
-        pp__atomic_sub_relaxed(&pool->swap_used, cap);
-        pp__atomic_sub_relaxed(&node->sw_used, cap);
     }
     XXH3_freeState(xs);
     pp__free(cbuf);
@@ -359,8 +358,6 @@ void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     pp__swaprec_t *rec = pp__rec(node, e->slot, false);
     PP__CHECK(rec != NULL);
     pp__space_free(pool, node, rec->off, rec->cap);
-    pp__atomic_sub_relaxed(&pool->swap_used, rec->cap);
-    pp__atomic_sub_relaxed(&node->sw_used, rec->cap);
     memset(rec, 0, sizeof *rec);
 }
 

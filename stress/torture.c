@@ -1,7 +1,7 @@
 /*
- * pinstress -- randomized multithreaded torture test for pinpool.
+ * torture -- randomized multithreaded torture test for pinpool.
  *
- *   pinstress [--threads N] [--ops N] [--seed S] [--topology STR]
+ *   torture [--threads N] [--ops N] [--seed S] [--topology STR]
  *             [--track] [--qsbr] [--slots N] [--timeout SEC] [--verbose]
  *             [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]
  *             [--compress] [--entry-size MIN[-MAX]] [--flat PCT]
@@ -130,7 +130,7 @@ static unsigned g_nmbox = MAILBOXES; /* mailboxes used; fewer with swap */
 /* Swap mode (--swap). */
 static int g_swap;
 static const char *g_swap_parent;   /* DIR: a fresh directory is made under it */
-static char g_rundir[4096];         /* DIR/pinstress-XXXXXX, the pool's swap_dir */
+static char g_rundir[4096];         /* DIR/torture-XXXXXX, the pool's swap_dir */
 static size_t g_mem_limit;
 static uint64_t g_swap_limit;
 static int g_compress;
@@ -287,10 +287,10 @@ static void failf(const thr_t *t, const char *fmt, ...)
         snprintf(who, sizeof who, "%u", t->idx);
     pthread_mutex_lock(&g_print_lock);
     if (t != NULL)
-        fprintf(stdout, "pinstress: FAIL: %s [seed=%" PRIu64 " thread=%s op=%" PRIu64 "]\n",
+        fprintf(stdout, "torture: FAIL: %s [seed=%" PRIu64 " thread=%s op=%" PRIu64 "]\n",
                 msg, g_seed, who, t->op);
     else
-        fprintf(stdout, "pinstress: FAIL: %s [seed=%" PRIu64 " thread=%s]\n", msg, g_seed, who);
+        fprintf(stdout, "torture: FAIL: %s [seed=%" PRIu64 " thread=%s]\n", msg, g_seed, who);
     fflush(stdout);
     pthread_mutex_unlock(&g_print_lock);
 }
@@ -306,7 +306,7 @@ static void failf(const thr_t *t, const char *fmt, ...)
 
 static void oom(void)
 {
-    fprintf(stderr, "pinstress: out of memory\n");
+    fprintf(stderr, "torture: out of memory\n");
     exit(2);
 }
 
@@ -2036,7 +2036,7 @@ static void *worker(void *arg)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: pinstress [--threads N] [--ops N] [--seed S] [--topology STR]\n"
+            "usage: torture [--threads N] [--ops N] [--seed S] [--topology STR]\n"
             "                 [--track] [--qsbr] [--slots N] [--timeout SEC] [--verbose]\n"
             "                 [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]\n"
             "                 [--compress] [--entry-size MIN[-MAX]] [--flat PCT]\n"
@@ -2070,7 +2070,7 @@ static uint64_t parse_u64(const char *opt, const char *s)
     errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
     if (errno || end == s || *end || s[0] == '-') {
-        fprintf(stderr, "pinstress: bad value for %s: '%s'\n", opt, s);
+        fprintf(stderr, "torture: bad value for %s: '%s'\n", opt, s);
         exit(2);
     }
     return (uint64_t)v;
@@ -2083,7 +2083,7 @@ static uint64_t parse_size_part(const char *opt, const char *s, const char **end
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s || s[0] == '-') {
-        fprintf(stderr, "pinstress: bad size for %s: '%s'\n", opt, s);
+        fprintf(stderr, "torture: bad size for %s: '%s'\n", opt, s);
         exit(2);
     }
     unsigned shift = 0;
@@ -2098,7 +2098,7 @@ static uint64_t parse_size_part(const char *opt, const char *s, const char **end
     if (shift && (*end == 'b' || *end == 'B'))
         end++;
     if (v > (UINT64_MAX >> shift)) {
-        fprintf(stderr, "pinstress: size too large for %s: '%s'\n", opt, s);
+        fprintf(stderr, "torture: size too large for %s: '%s'\n", opt, s);
         exit(2);
     }
     *endp = end;
@@ -2110,7 +2110,7 @@ static uint64_t parse_size(const char *opt, const char *s)
     const char *end;
     uint64_t v = parse_size_part(opt, s, &end);
     if (*end) {
-        fprintf(stderr, "pinstress: bad size for %s: '%s'\n", opt, s);
+        fprintf(stderr, "torture: bad size for %s: '%s'\n", opt, s);
         exit(2);
     }
     return v;
@@ -2391,7 +2391,7 @@ int main(int argc, char **argv)
             v = eq + 1;
             a = name;
         }
-#define ARG() (v ? v : (i + 1 < argc ? argv[++i] : (fprintf(stderr, "pinstress: %s needs a value\n", a), exit(2), "")))
+#define ARG() (v ? v : (i + 1 < argc ? argv[++i] : (fprintf(stderr, "torture: %s needs a value\n", a), exit(2), "")))
         if (!strcmp(a, "--threads")) {
             g_threads = (unsigned)parse_u64(a, ARG());
         } else if (!strcmp(a, "--ops")) {
@@ -2434,7 +2434,7 @@ int main(int argc, char **argv)
             if (*end == '-')
                 g_size_max = (size_t)parse_size(a, end + 1);
             else if (*end) {
-                fprintf(stderr, "pinstress: bad value for --entry-size: '%s'\n", s);
+                fprintf(stderr, "torture: bad value for --entry-size: '%s'\n", s);
                 return 2;
             }
             size_given = 1;
@@ -2446,7 +2446,7 @@ int main(int argc, char **argv)
             char *end;
             g_enomem_max = strtod(s, &end);
             if (end == s || *end || !(g_enomem_max >= 0 && g_enomem_max <= 100)) {
-                fprintf(stderr, "pinstress: bad value for --enomem-max: '%s'\n", s);
+                fprintf(stderr, "torture: bad value for --enomem-max: '%s'\n", s);
                 return 2;
             }
             enomem_given = 1;
@@ -2454,14 +2454,14 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "pinstress: unknown argument '%s'\n", argv[i]);
+            fprintf(stderr, "torture: unknown argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }
 #undef ARG
     }
     if (!g_swap && (mem_given || swap_limit_given || g_compress || flat_given || enomem_given)) {
-        fprintf(stderr, "pinstress: --mem-limit, --swap-limit, --compress, --flat and "
+        fprintf(stderr, "torture: --mem-limit, --swap-limit, --compress, --flat and "
                         "--enomem-max need --swap\n");
         return 2;
     }
@@ -2478,16 +2478,16 @@ int main(int argc, char **argv)
         }
     }
     if (g_size_min < 16 || g_size_max < g_size_min || g_size_max > ((size_t)1 << 30)) {
-        fprintf(stderr, "pinstress: --entry-size must be 16 bytes .. 1 GiB, MIN <= MAX\n");
+        fprintf(stderr, "torture: --entry-size must be 16 bytes .. 1 GiB, MIN <= MAX\n");
         return 2;
     }
     if (g_swap && g_mem_limit < 8 * g_size_max) {
-        fprintf(stderr, "pinstress: --mem-limit must be at least 8 times the largest entry "
+        fprintf(stderr, "torture: --mem-limit must be at least 8 times the largest entry "
                         "(%zu)\n", g_size_max);
         return 2;
     }
     if (g_flat_pct > 100) {
-        fprintf(stderr, "pinstress: --flat must be 0..100\n");
+        fprintf(stderr, "torture: --flat must be 0..100\n");
         return 2;
     }
     if (g_swap && g_qsbr && !enomem_given)
@@ -2519,7 +2519,7 @@ int main(int argc, char **argv)
         }
     }
     if (g_threads < 1 || g_threads > 1024 || g_nslots < 1 || g_nslots > (1u << 24)) {
-        fprintf(stderr, "pinstress: --threads must be 1..1024 and --slots 1..16777216\n");
+        fprintf(stderr, "torture: --threads must be 1..1024 and --slots 1..16777216\n");
         return 2;
     }
     const char *env = getenv("PINPOOL_TRACK_PINS");
@@ -2538,13 +2538,13 @@ int main(int argc, char **argv)
         snprintf(swapargs, sizeof swapargs, " --swap '%s' --mem-limit %zu%s%s%s%s",
                  g_swap_parent, g_mem_limit, lim, g_compress ? " --compress" : "", flat, enm);
     }
-    printf("pinstress: seed=%" PRIu64 " threads=%u ops=%" PRIu64 " slots=%u topology=%s%s%s%s"
+    printf("torture: seed=%" PRIu64 " threads=%u ops=%" PRIu64 " slots=%u topology=%s%s%s%s"
            " entry_size=%s\n",
            g_seed, g_threads, g_ops, g_nslots, g_topology ? g_topology : "(this machine)",
            g_track ? " track" : "", track_env && !g_track ? " track(env)" : "",
            g_qsbr ? " qsbr" : "", sizes);
     if (g_swap)
-        printf("pinstress: swap: dir=%s mem_limit=%zu swap_limit=%" PRIu64 " compress=%d "
+        printf("torture: swap: dir=%s mem_limit=%zu swap_limit=%" PRIu64 " compress=%d "
                "flat=%u%% mean_entry=%.0f pin_budget=%" PRId64 " forever_budget=%" PRId64
                " enomem_max=%g%%\n",
                g_swap_parent, g_mem_limit, g_swap_limit, g_compress, g_flat_pct, mean_size,
@@ -2552,7 +2552,7 @@ int main(int argc, char **argv)
     char slots[32] = "";
     if (slots_given)
         snprintf(slots, sizeof slots, " --slots %u", g_nslots);
-    printf("pinstress: replay: pinstress --threads %u --ops %" PRIu64 " --seed %" PRIu64
+    printf("torture: replay: torture --threads %u --ops %" PRIu64 " --seed %" PRIu64
            "%s%s%s%s%s%s%s%s%s\n",
            g_threads, g_ops, g_seed, g_topology ? " --topology '" : "",
            g_topology ? g_topology : "", g_topology ? "'" : "", g_track ? " --track" : "",
@@ -2568,20 +2568,20 @@ int main(int argc, char **argv)
     g_outstanding = calloc(g_threads + 1, sizeof *g_outstanding);
     g_thr = calloc(g_threads + 1, sizeof *g_thr);
     if (!g_chunks || !g_slots || !g_outstanding || !g_thr) {
-        fprintf(stderr, "pinstress: out of memory\n");
+        fprintf(stderr, "torture: out of memory\n");
         return 2;
     }
     tl_user = 1;
 
     if (g_swap) {
-        if (snprintf(g_rundir, sizeof g_rundir, "%s/pinstress-XXXXXX", g_swap_parent) >=
+        if (snprintf(g_rundir, sizeof g_rundir, "%s/torture-XXXXXX", g_swap_parent) >=
                 (int)sizeof g_rundir ||
             mkdtemp(g_rundir) == NULL) {
-            fprintf(stderr, "pinstress: cannot make a directory under %s: %s\n", g_swap_parent,
+            fprintf(stderr, "torture: cannot make a directory under %s: %s\n", g_swap_parent,
                     strerror(errno));
             return 2;
         }
-        printf("pinstress: swap run directory %s\n", g_rundir);
+        printf("torture: swap run directory %s\n", g_rundir);
     }
 
     pp_options_t opt = PP_OPTIONS_INIT;
@@ -2595,7 +2595,7 @@ int main(int argc, char **argv)
     }
     int rc = pp_pool_create(&opt, &g_pool);
     if (rc != 0) {
-        printf("pinstress: FAIL: pp_pool_create(topology %s%s%s): %s [seed=%" PRIu64 " thread=main]\n",
+        printf("torture: FAIL: pp_pool_create(topology %s%s%s): %s [seed=%" PRIu64 " thread=main]\n",
                g_topology ? g_topology : "NULL", g_swap ? ", swap_dir " : "",
                g_swap ? g_rundir : "", pp_err_name(rc), g_seed);
         if (g_swap)
@@ -2620,7 +2620,7 @@ int main(int argc, char **argv)
     if (st->topology_is_this_system != (g_topology == NULL))
         failf(m, "topology_is_this_system = %d for topology %s", st->topology_is_this_system,
               g_topology ? g_topology : "NULL");
-    printf("pinstress: pool: %u node(s), topology_is_this_system=%d, reclaimers bound:",
+    printf("torture: pool: %u node(s), topology_is_this_system=%d, reclaimers bound:",
            g_nnodes, st->topology_is_this_system);
     for (unsigned n = 0; n < g_nnodes; n++)
         printf(" %d", st->node[n].cpu_bound);
@@ -2642,7 +2642,7 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < g_threads; i++) {
         rc = pthread_create(&g_thr[i].th, NULL, worker, &g_thr[i]);
         if (rc != 0) {
-            fprintf(stderr, "pinstress: pthread_create: %s\n", strerror(rc));
+            fprintf(stderr, "torture: pthread_create: %s\n", strerror(rc));
             return 2;
         }
     }
@@ -2690,7 +2690,7 @@ int main(int argc, char **argv)
             uint64_t done = 0;
             for (unsigned i = 0; i < g_threads; i++)
                 done += atomic_load_explicit(&g_thr[i].progress, memory_order_relaxed);
-            printf("pinstress: %.1fs ops %" PRIu64 " entries %" PRIu64 " puts %" PRIu64
+            printf("torture: %.1fs ops %" PRIu64 " entries %" PRIu64 " puts %" PRIu64
                    " frees %" PRIu64 " queue %" PRIu64, now - t0, done, st->total.entries,
                    st->total.puts, st->total.frees, st->total.reclaim_queue_depth);
             if (g_swap)
@@ -2702,7 +2702,7 @@ int main(int argc, char **argv)
             last_print = now;
         }
         if (now - t0 > g_timeout_s) {
-            printf("pinstress: FAIL: workers still running after %u s [seed=%" PRIu64 "]; progress:",
+            printf("torture: FAIL: workers still running after %u s [seed=%" PRIu64 "]; progress:",
                    g_timeout_s, g_seed);
             for (unsigned i = 0; i < g_threads; i++)
                 printf(" %u:%" PRIu64, i, atomic_load(&g_thr[i].progress));
@@ -2721,7 +2721,7 @@ int main(int argc, char **argv)
         uint64_t done = 0;
         for (unsigned i = 0; i < g_threads; i++)
             done += atomic_load(&g_thr[i].progress);
-        printf("pinstress: FAIL seed=%" PRIu64 " ops=%" PRIu64 " threads=%u seconds=%.2f: failed "
+        printf("torture: FAIL seed=%" PRIu64 " ops=%" PRIu64 " threads=%u seconds=%.2f: failed "
                "during the run, final checks skipped%s%s\n", g_seed, done, g_threads, t1 - t0,
                g_swap ? "; swap files left in " : "", g_swap ? g_rundir : "");
         fflush(stdout);
@@ -2913,24 +2913,24 @@ int main(int argc, char **argv)
 
     double secs = t1 - t0;
     if (g_verbose) {
-        printf("pinstress: ops:");
+        printf("torture: ops:");
         for (int o = 0; o < OP_N; o++)
             printf(" %s=%" PRIu64, op_names[o], opsum[o]);
-        printf("\npinstress: checks: fresh=%" PRIu64 " stale=%" PRIu64 " invalid=%" PRIu64
+        printf("\ntorture: checks: fresh=%" PRIu64 " stale=%" PRIu64 " invalid=%" PRIu64
                " writes=%" PRIu64 " write_busy=%" PRIu64 " blind_pins=%" PRIu64
                " handoffs=%" PRIu64 " pin_many=%" PRIu64
                " stats_polls=%u mid_drains=%u (busy %u) drain_rounds=%u report_lines=%" PRIu64 "\n",
                fresh, stale, invalid, writes, write_busy, blind, handoffs, pin_many, polls,
                mid_drains, mid_drain_busy, drain_rounds, atomic_load(&g_report_lines));
         for (int i = 0; i < atomic_load(&g_enomem_notes) && i < ENOMEM_NOTES; i++)
-            printf("pinstress: PP_ENOMEM: %s\n", g_enomem_note[i]);
+            printf("torture: PP_ENOMEM: %s\n", g_enomem_note[i]);
         pthread_mutex_lock(&g_print_lock);
         int saved = atomic_load(&g_report_saved);
         for (int i = 0; i < saved && i < 8; i++)
-            printf("pinstress: report: %s\n", g_report_first[i]);
+            printf("torture: report: %s\n", g_report_first[i]);
         pthread_mutex_unlock(&g_print_lock);
         for (unsigned n = 0; n < g_nnodes; n++) {
-            printf("pinstress: node %u: puts %" PRIu64 " frees %" PRIu64 " pins %" PRIu64
+            printf("torture: node %u: puts %" PRIu64 " frees %" PRIu64 " pins %" PRIu64
                    " lag p50 %.1f us p99 %.1f us max %.1f us grace_polls %" PRIu64
                    " slots %" PRIu64 " reclaimer tid %d cpu_bound %d mem_bound %d\n", n,
                    st->node[n].puts, st->node[n].frees, st->node[n].pins,
@@ -2938,7 +2938,7 @@ int main(int argc, char **argv)
                    st->node[n].lag_max_ns / 1e3, st->node[n].grace_polls, st->node[n].slots,
                    st->node[n].reclaimer_tid, st->node[n].cpu_bound, st->node[n].mem_bound);
             if (g_swap)
-                printf("pinstress: node %u swap: evictions written %" PRIu64 " clean %" PRIu64
+                printf("torture: node %u swap: evictions written %" PRIu64 " clean %" PRIu64
                        " abandoned %" PRIu64 " (typed blocks evicted %" PRIu64 ") loads %" PRIu64
                        " (typed %" PRIu64 ") load_waits %" PRIu64 " written %" PRIu64 " (raw %"
                        PRIu64 ") read %" PRIu64 "\n", n, st->node[n].evictions_written,
@@ -2948,7 +2948,7 @@ int main(int argc, char **argv)
                        st->node[n].swap_bytes_read);
         }
         if (g_swap)
-            printf("pinstress: swap: saves %" PRIu64 " (ok %" PRIu64 ", lost to a pin %" PRIu64
+            printf("torture: swap: saves %" PRIu64 " (ok %" PRIu64 ", lost to a pin %" PRIu64
                    ") load calls %" PRIu64 " typed entries that died swapped %" PRIu64
                    " skipped: pins %" PRIu64 " gets %" PRIu64 " nowait %" PRIu64 " (EAGAIN %" PRIu64
                    ", while pinned %" PRIu64 ") prefetches %" PRIu64 "\n",
@@ -2978,7 +2978,7 @@ int main(int argc, char **argv)
         check_rundir_gone(m);
 
     int failed = atomic_load(&g_failed);
-    printf("pinstress: %s seed=%" PRIu64 " ops=%" PRIu64 " threads=%u seconds=%.2f nodes=%u "
+    printf("torture: %s seed=%" PRIu64 " ops=%" PRIu64 " threads=%u seconds=%.2f nodes=%u "
            "puts=%" PRIu64 " frees=%" PRIu64 " pins=%" PRIu64 " unpins=%" PRIu64
            " retains=%" PRIu64 " releases=%" PRIu64 " gets=%" PRIu64 " stale_checks=%" PRIu64
            " entries=%" PRIu64 " resident_bytes=%" PRIu64 " queue_depth=%" PRIu64

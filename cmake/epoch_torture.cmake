@@ -1,0 +1,1 @@
+# cmake/epoch_torture.cmake -- (being written: issue 4)

@@ -1,0 +1,1 @@
+# cmake/fuzz.cmake -- (being written: issue 4)

@@ -1,0 +1,1 @@
+# cmake/seeded.cmake -- (being written: issue 4)

@@ -432,7 +432,9 @@ PP_API void pp_quiescent(pp_pool_t *pool);
 PP_API int pp_thread_exit(pp_pool_t *pool);
 
 /* Waits until every entry queued for reclamation before the call has been
- * freed (all nodes), or until timeout_ms milliseconds have passed (a
+ * freed (all nodes) -- including entries whose last owner or pin was
+ * dropped while an eviction or load of theirs was in flight, which are
+ * queued when that I/O ends -- or until timeout_ms milliseconds have passed (a
  * negative timeout waits without limit).  The calling thread's epoch
  * section is ended first, as by pp_quiescent(), so a QSBR caller cannot
  * wait on itself; another QSBR thread that does not quiesce makes it wait.
@@ -451,7 +453,8 @@ PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
  * PP_EAGAIN (the entry was pinned meanwhile: the eviction is abandoned,
  * stop writing and return nonzero), PP_ENOMEM (no memory to collect the
  * copy: the eviction is abandoned), PP_EINVAL (NULL w, or NULL buf with
- * n > 0).  After a failure every later call returns the same error. */
+ * n > 0).  After PP_EAGAIN or PP_ENOMEM every later call returns the same
+ * error; PP_EINVAL has no effect (nothing is appended, later calls go on). */
 PP_API int pp_write(pp_writer_t *w, const void *buf, size_t n);
 /* Inside a type's load: reads the next n bytes of what save wrote (already
  * checksummed).  Returns 0, PP_EINVAL (NULL r, NULL buf with n > 0, or
@@ -484,7 +487,10 @@ typedef struct pp_entry_info {
 
 /* A snapshot of one entry.  Works until the entry is queued for its
  * reclaimer: a dead entry that is still pinned is described (with
- * PP_STATE_DEAD); once its last pin is dropped, PP_ESTALE.
+ * PP_STATE_DEAD); once its last pin is dropped, PP_ESTALE -- except, with
+ * swap, while an eviction or load of it is still in flight: until that I/O
+ * ends (and queues it) it is described too, with PP_STATE_DEAD, no pins
+ * and PP_STATE_EVICTING or PP_STATE_LOADING.
  * Errors: PP_ESTALE, PP_EINVAL (out NULL).  Lock-free. */
 PP_API int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out);
 
@@ -511,6 +517,9 @@ typedef struct pp_node_stats {
                                     dropped); frees of evicted data are
                                     counted as evictions */
     uint64_t reclaim_queue_depth;/* queued and not yet freed */
+    uint64_t dead_in_io;         /* dead and unpinned, but an eviction or load
+                                    of theirs is in flight: queued when it
+                                    ends (pp_pool_drain waits for them too) */
     uint64_t grace_polls;        /* epoch polls made by the reclaimer */
     uint64_t slots;              /* table slots allocated on the node */
     uint64_t retired_slots;      /* slots whose generations ran out: never reused */

@@ -15,17 +15,35 @@
 
 static _Atomic uint64_t pp__allocs;
 static _Atomic int64_t pp__fail_countdown = -1;   /* < 0: never fail */
+static _Atomic(pp__alloc_fault_fn) pp__fault_fn;
+static void *_Atomic pp__fault_ctx;
 
-/* Counts one allocation; false if it must fail (injected). */
-static bool pp__alloc_ok(void)
+void pp__alloc_fault_hook(pp__alloc_fault_fn fail, void *ctx)
+{
+    pp__atomic_store_relaxed(&pp__fault_ctx, ctx);
+    /* release: the context is stored before the hook that reads it. */
+    pp__atomic_store_release(&pp__fault_fn, fail);
+}
+
+/* Counts one allocation of size bytes; false if it must fail (injected). */
+static bool pp__alloc_ok_size(size_t size)
 {
     pp__atomic_add_relaxed(&pp__allocs, 1);
+    /* acquire: pairs with the hook's release (its context). */
+    pp__alloc_fault_fn fail = pp__atomic_load_acquire(&pp__fault_fn);
+    if (PP__UNLIKELY(fail != NULL) && fail(size, pp__atomic_load_relaxed(&pp__fault_ctx)))
+        return false;
     int64_t left = pp__atomic_load_relaxed(&pp__fail_countdown);
     while (left >= 0) {
         if (pp__atomic_cas_weak_relaxed(&pp__fail_countdown, &left, left - 1))
             return left != 0;
     }
     return true;
+}
+
+static bool pp__alloc_ok(void)
+{
+    return pp__alloc_ok_size(0);
 }
 
 void pp__alloc_fail_after(int64_t n)
@@ -45,23 +63,23 @@ uint64_t pp__alloc_count(void)
 
 void *pp__malloc(size_t size)
 {
-    return pp__alloc_ok() ? malloc(size) : NULL;
+    return pp__alloc_ok_size(size) ? malloc(size) : NULL;
 }
 
 void *pp__calloc(size_t n, size_t size)
 {
-    return pp__alloc_ok() ? calloc(n, size) : NULL;
+    return pp__alloc_ok_size(n * size) ? calloc(n, size) : NULL;
 }
 
 void *pp__realloc(void *p, size_t size)
 {
-    return pp__alloc_ok() ? realloc(p, size) : NULL;
+    return pp__alloc_ok_size(size) ? realloc(p, size) : NULL;
 }
 
 void *pp__aligned_alloc(size_t align, size_t size)
 {
     void *p;
-    if (!pp__alloc_ok() || posix_memalign(&p, align, size) != 0)
+    if (!pp__alloc_ok_size(size) || posix_memalign(&p, align, size) != 0)
         return NULL;
     memset(p, 0, size);
     return p;

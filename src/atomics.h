@@ -21,6 +21,8 @@
 
 #define pp__atomic_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_sub_relaxed(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
+#define pp__atomic_add_release(p, v) atomic_fetch_add_explicit((p), (v), memory_order_release)
+#define pp__atomic_sub_release(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_release)
 #define pp__atomic_or_relaxed(p, v)  atomic_fetch_or_explicit((p), (v), memory_order_relaxed)
 
 /* Compare-and-swap; on failure *expected is reloaded (relaxed/acquire). */

@@ -212,8 +212,14 @@ int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait)
 
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next, pp__thread_t *t)
 {
-    if (next & PP__F_QUEUED)
+    if (next & PP__F_QUEUED) {
+        /* Only an entry that died during the I/O is queued here, and its
+         * final release or unpin counted it in dead_in_io. */
         pp__reclaim_push(pool, n, e, t);
+        /* release: orders the push (and its queued count) before the
+         * decrement, for pp_pool_drain, which reads this count first. */
+        pp__atomic_add_release(&pool->nodes[n]->dead_in_io, -1);
+    }
     ck_ec32_inc(&pool->nodes[n]->io_done, &pp__ec_mode);
 }
 
@@ -283,8 +289,19 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     for (;;) {
+#if PINPOOL_SEED_BUG_EVICT_IGNORES_PIN
+        /* SEEDED BUG evict_ignores_pin (test builds only): a pinned entry
+         * is claimed too, and the commit (which only asks for the claimed
+         * word, unchanged) then frees the data under the pinner.  Caught
+         * by torture --swap in every build: its free function finds the
+         * program's pins on the freed block, its pin checks find freed
+         * bytes (ASan: heap-use-after-free; TSan: a race with the free). */
+        if ((pw & (want | bad)) != want)
+            return 0;
+#else
         if ((pw & (want | bad)) != want || pp__pw_pins(pw) != 0)
             return 0;
+#endif
         if (!(pw & PP__F_REF) || ignore_ref)
             break;
         /* relaxed: the recency bit is a hint for the hand; a second
@@ -296,11 +313,13 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     }
     bool write = !(pw & PP__F_SWAPPED) || (pw & PP__F_DIRTY);
     uint64_t claimed = (pw | PP__F_EVICTING) & ~(PP__F_DIRTY | (write ? PP__F_SWAPPED : 0));
+    PP__YIELD(EVICT);
     /* acquire: pairs with the putter's release (data, size, type) and with
      * every unpin's release, so the bytes written are the last ones
      * written under a pin. */
     if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, claimed))
         return 0;                        /* it changed: next time round */
+    PP__YIELD(EVICT);
     if (write && (pw & PP__F_SWAPPED))
         pp__swap_drop(pool, node, e);    /* the stale copy */
     int rc = write ? pp__swap_save(pool, node, e, claimed) : 0;
@@ -310,17 +329,29 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
         const pp_type_t *type = e->type;
         uint64_t expect = claimed;
         uint64_t done = (claimed & ~(PP__F_EVICTING | PP__F_RESIDENT)) | PP__F_SWAPPED;
+        /* Counted before the commit: once it is made, the entry may die
+         * and its reclaimer subtract these bytes.  The tail count makes
+         * pp_pool_drain wait for the free and accounting below, which an
+         * entry released right after the commit is owed too. */
+        pp__atomic_add_relaxed(&node->swapped_bytes, size);
+        pp__atomic_add_relaxed(&node->evict_tail, 1);
+        PP__YIELD(EVICT);
         /* release: publishes the record to the next loader's acquire. */
         if (pp__atomic_cas_strong_release(&e->pw, &expect, done)) {
             /* No pin existed since the claim, and none can start now (the
              * entry is not resident): the memory is ours to free. */
-            pp__atomic_add_relaxed(&node->swapped_bytes, size);
+            PP__YIELD(EVICT);
             pp__data_free(type, data, size);
             pp__atomic_sub_relaxed(&node->resident_bytes, size);
             pp__counter_add(write ? &node->ev_written : &node->ev_clean, 1);
             pp__mem_unreserve(pool, size);
+            /* release: the free and the counts above happen before a
+             * drain's acquire of the tail count. */
+            pp__atomic_sub_release(&node->evict_tail, 1);
             return size;
         }
+        pp__atomic_sub_relaxed(&node->swapped_bytes, size);
+        pp__atomic_sub_relaxed(&node->evict_tail, 1);
     }
     /* rc != 0 and not PP_EAGAIN: the write failed (counted by the store)
      * or swap space ran out; the entry stays resident with no copy and is
@@ -416,6 +447,7 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
             pp__atomic_add_relaxed(&node->loads, 1);
         }
     }
+    PP__YIELD(LOAD);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
     bool pinned;
     do {
@@ -458,6 +490,7 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
         if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_LOADING))
             break;
     }
+    PP__YIELD(LOAD);
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
     /* The push's CAS hands the claimed entry to the swap thread. */
     ck_stack_push_upmc(&node->load_q, &e->q.link);
@@ -489,6 +522,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
             if ((flags & PP_PIN_NOWAIT) && (flags & PP_PIN_WRITE) && (pw & PP__F_EVICTING))
                 return PP_EAGAIN;        /* it would wait for the write-out */
             uint64_t next = (pw + 1u) | PP__F_REF | ((flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0);
+            PP__YIELD(PIN);
             /* acquire: as in the fast path (pin.c). */
             if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, next))
                 continue;
@@ -515,6 +549,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
         /* acquire: pairs with the eviction commit's release (the record). */
         if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_LOADING))
             continue;
+        PP__YIELD(LOAD);
         int rc = pp__load_run(pool, n, e, pin ? PP__LOAD_PIN : PP__LOAD_ONLY, flags, NULL, t,
                               data);
         if (rc != 0 || pin)

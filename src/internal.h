@@ -16,6 +16,7 @@
  *   evict.c     swap threads: CLOCK eviction, loads, room for puts and loads
  *   swap.c      swap store: records, space, checksums, compression, streams
  *   swapdev.c   the default swap device (files in a private directory)
+ *   debug.c     random yields in debug builds (PP__YIELD)
  *
  * Nothing here is exported (the library is built with hidden visibility);
  * tests link the static library and may call pp__* functions.
@@ -41,10 +42,39 @@
 #define PINPOOL_DEBUG 0
 #endif
 
-/* Seeded bugs: only in the test suite's deliberately broken builds, which
- * must be caught (tests/seeded/).  Never set in a build that ships. */
+/*
+ * Seeded bugs: deliberately broken builds that the reliability suite must
+ * catch (cmake/seeded.cmake, tests/seeded/).  A build configured with
+ * -DPINPOOL_SEED_BUG=<name> compiles its whole library with
+ * PINPOOL_SEED_BUG_<NAME>=1; the test suite also builds one broken copy of
+ * the library per seed.  Without a seed every macro below is 0 and the
+ * code is exactly the real code.  Never set in a build that ships.  Each
+ * seed's #if says what it breaks and what must catch it:
+ *
+ *   no_grace           reclaim.c pp__reclaimer_main: frees without waiting
+ *                      for a grace period
+ *   relaxed_unpin      pin.c pp__unpin_entry: the unpin CAS is relaxed, not
+ *                      acq_rel
+ *   evict_ignores_pin  evict.c pp__evict_one: the claim ignores the pin
+ *                      count
+ *   stale_gen          pin.c pp__pin_entry: the pin does not check the
+ *                      ref's generation
+ *   no_dirty           pin.c pp__pin_entry: a write pin does not set DIRTY
+ */
 #ifndef PINPOOL_SEED_BUG_NO_GRACE
 #define PINPOOL_SEED_BUG_NO_GRACE 0
+#endif
+#ifndef PINPOOL_SEED_BUG_RELAXED_UNPIN
+#define PINPOOL_SEED_BUG_RELAXED_UNPIN 0
+#endif
+#ifndef PINPOOL_SEED_BUG_EVICT_IGNORES_PIN
+#define PINPOOL_SEED_BUG_EVICT_IGNORES_PIN 0
+#endif
+#ifndef PINPOOL_SEED_BUG_STALE_GEN
+#define PINPOOL_SEED_BUG_STALE_GEN 0
+#endif
+#ifndef PINPOOL_SEED_BUG_NO_DIRTY
+#define PINPOOL_SEED_BUG_NO_DIRTY 0
 #endif
 
 /* Debug checks are compiled in every build and removed as dead code when
@@ -62,6 +92,54 @@ _Noreturn void pp__die(const char *file, int line, const char *what);
 #define PP__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PP__CACHELINE   64
+
+/*
+ * Random yields (liburcu's DEBUG_YIELD), debug builds only.  PP__YIELD(X)
+ * marks a point of class PP__YIELD_X where a race window is worth
+ * widening; when that class is enabled the calling thread calls
+ * sched_yield() there with probability 1/one_in (a thread-local PRNG).
+ * Off until enabled by pp__debug_yield_set() or by the environment:
+ *
+ *   PINPOOL_YIELD=CLASSES[:ONE_IN]   read at the first pp_pool_create of
+ *                                    the process, unless
+ *                                    pp__debug_yield_set was called first
+ *
+ * CLASSES is "all", a list of class names separated by ',' or '+' (pin,
+ * unpin, owner, reclaim, evict, load) or a mask (0x3f); ONE_IN defaults to
+ * 8 (1: yield every time).  E.g. PINPOOL_YIELD=all:4,
+ * PINPOOL_YIELD=evict,load:2.  In other builds PP__YIELD compiles to
+ * nothing (the hot paths stay free of calls), pp__debug_yield_set does
+ * nothing and pp__debug_yield_available() is false.  debug.c.
+ */
+#define PP__YIELD_PIN     (1u << 0)  /* pin, get, pin_many: before the pin's CAS */
+#define PP__YIELD_UNPIN   (1u << 1)  /* unpin: before its CAS; a final unpin before its push */
+#define PP__YIELD_OWNER   (1u << 2)  /* release and the transition to DEAD, before the push */
+#define PP__YIELD_RECLAIM (1u << 3)  /* reclaimer: after the pop, after a grace period,
+                                        before the free, before the slot's recycling */
+#define PP__YIELD_EVICT   (1u << 4)  /* eviction: before and after the claim, between
+                                        chunks of the write, before and after the commit */
+#define PP__YIELD_LOAD    (1u << 5)  /* load: after the claim, before the commit */
+#define PP__YIELD_ALL     0x3fu
+
+/* mask: classes to enable (0: none); one_in: yield with probability
+ * 1/one_in (0 is taken as 1). */
+void pp__debug_yield_set(unsigned mask, unsigned one_in);
+bool pp__debug_yield_available(void);
+/* pp_pool_create: applies PINPOOL_YIELD (first call of the process only). */
+void pp__debug_yield_env(void);
+
+#if PINPOOL_DEBUG
+extern _Atomic unsigned pp__yield_mask;
+void pp__yield_maybe(void);
+/* relaxed: an on/off switch; no data is published through it. */
+#define PP__YIELD(cls)                                                         \
+    do {                                                                       \
+        if (PP__UNLIKELY(pp__atomic_load_relaxed(&pp__yield_mask) & PP__YIELD_##cls)) \
+            pp__yield_maybe();                                                 \
+    } while (0)
+#else
+#define PP__YIELD(cls) do { } while (0)
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Refs and tables                                                           */
@@ -151,6 +229,10 @@ typedef struct pp__node {
     /* Producers (final unpins and releases, any thread). */
     ck_stack_t reclaim_q __attribute__((aligned(PP__CACHELINE)));
     _Atomic uint64_t dying_bytes;        /* swap: resident bytes queued, not yet freed */
+    _Atomic int64_t dead_in_io;          /* dead, unpinned, queued when their I/O ends
+                                            (pp__dead_in_io_note, pp__io_end) */
+    _Atomic uint32_t evict_tail;         /* evictions between their commit and the
+                                            end of their free and accounting */
     struct ck_ec32 wake __attribute__((aligned(PP__CACHELINE)));
 
     /* Putters. */
@@ -265,6 +347,13 @@ bool pp__alloc_note(void);        /* counts one made elsewhere; false: fail it *
 /* Test hook: the allocation n allocations from now fails (0: the next);
  * n < 0: none does. */
 void pp__alloc_fail_after(int64_t n);
+/* Fault-injection hook (the torture's --faults): while set, every
+ * allocation above -- and the flat loads' data (swap.c) -- asks fail(size,
+ * ctx) first and fails if it returns true.  NULL removes it.  Set it while
+ * no pool call runs, or make fail() itself safe to call from any thread
+ * (it is called from the pool's swap threads too). */
+typedef bool (*pp__alloc_fault_fn)(size_t size, void *ctx);
+void pp__alloc_fault_hook(pp__alloc_fault_fn fail, void *ctx);
 
 /* error.c */
 void pp__report(pp_pool_t *pool, const char *fmt, ...)
@@ -398,6 +487,22 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
 void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 /* After clearing BUSY: queues a dead, unpinned entry (next has QUEUED set)
  * and wakes whoever waits for the node's I/O. */
+/* A final release or unpin that finds an I/O in flight (BUSY) leaves the
+ * entry to whoever ends the I/O (pp__io_end).  It counts the entry in its
+ * node's dead_in_io before its CAS (defer: the CAS about to be tried
+ * defers), so the count never lags behind the queueing and a drain that
+ * starts after the release returned waits for it.  *held says the count is
+ * taken; a retry that no longer defers gives it back.  Relaxed: the count
+ * only has to be coherent with the caller's own later calls (drain), and
+ * the ender's decrement orders its push (pp__io_end). */
+static inline void pp__dead_in_io_note(pp_pool_t *pool, unsigned n, bool defer, bool *held)
+{
+    if (PP__UNLIKELY(defer != *held)) {
+        pp__atomic_add_relaxed(&pool->nodes[n]->dead_in_io, defer ? 1 : -1);
+        *held = defer;
+    }
+}
+
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
                 pp__thread_t *t);
 

@@ -81,6 +81,7 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint64_t next;
+    bool held = false;
     do {
         /* Owners just reached 0 by our CAS: nobody else can kill or
          * recycle this entry, so the generation must still match. */
@@ -89,12 +90,16 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         /* With an I/O in flight, whoever ends it queues the entry. */
         if (pp__pw_pins(pw) == 0 && !(pw & PP__F_BUSY))
             next |= PP__F_QUEUED;
+        pp__dead_in_io_note(pool, n, pp__pw_pins(pw) == 0 && (pw & PP__F_BUSY), &held);
+        PP__YIELD(OWNER);
         /* acq_rel: release hands our writes to the reclaimer (through the
          * push) or to the final unpinner; acquire takes the unpinners'
          * writes so the push below carries them on. */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
-    if (next & PP__F_QUEUED)
+    if (next & PP__F_QUEUED) {
+        PP__YIELD(OWNER);
         pp__reclaim_push(pool, n, e, t);
+    }
 }
 
 int pp_release(pp_pool_t *pool, pp_ref_t ref)
@@ -109,6 +114,7 @@ int pp_release(pp_pool_t *pool, pp_ref_t ref)
     do {
         if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
             return PP_ESTALE;
+        PP__YIELD(OWNER);
         /* acq_rel: release orders this owner's writes before the death of
          * the entry; acquire lets the last releaser carry every owner's
          * writes on to the reclaimer. */

@@ -22,18 +22,40 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
 static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
                                 void **data)
 {
+#if PINPOOL_SEED_BUG_NO_DIRTY
+    /* SEEDED BUG no_dirty (test builds only): a write pin (fast path) does
+     * not mark the entry DIRTY, so a rewrite of an entry that still has a
+     * valid swap copy is dropped by a clean eviction and the next load
+     * brings back the old bytes.  Caught by torture in every build: its
+     * rewrite checks pp_stat shows DIRTY under the write pin, and with
+     * --swap its load and pin content checks find the lost version. */
+    uint64_t dirty = 0;
+    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
+#else
     uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0;
     /* A write pin must not write while the swap thread reads the bytes. */
     uint64_t slow = dirty ? PP__F_EVICTING : 0;
+#endif
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
+#if PINPOOL_SEED_BUG_STALE_GEN
+        /* SEEDED BUG stale_gen (test builds only): the pin does not check
+         * the ref's generation, so a stale ref whose slot was recycled pins
+         * the slot's new entry.  Caught by torture in every build: its
+         * calls with the refs of reclaimed entries expect PP_ESTALE. */
+        (void)gen;
+        if (PP__UNLIKELY((pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
+            return PP_ESTALE;
+#else
         if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
                          (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
             return PP_ESTALE;
+#endif
         if (PP__UNLIKELY(!(pw & PP__F_RESIDENT) || (pw & slow)))
             return PP__SLOW;
         if (PP__UNLIKELY(pp__pw_pins(pw) == PP_MAX_PINS))
             return PP_EOVERFLOW;
+        PP__YIELD(PIN);
         /* acquire: pairs with the putter's release, the last load's release
          * and every earlier unpin's release, so the data and all writes
          * made to it under earlier pins are visible to the caller.  The
@@ -82,28 +104,54 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
     uint32_t gen = pp_ref_gen(ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint64_t next;
+    bool held = false;
     do {
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
-            return PP_ESTALE;
-        if (PP__UNLIKELY(pp__pw_pins(pw) == 0))
+            goto stale;
+        if (PP__UNLIKELY(pp__pw_pins(pw) == 0)) {
             /* A dead entry without pins is queued or being freed: the ref
              * is stale, whatever pins it once had. */
-            return (pw & PP__F_DEAD) ? PP_ESTALE : PP_ENOTPINNED;
+            if (pw & PP__F_DEAD)
+                goto stale;
+            pp__dead_in_io_note(pool, pp_ref_node(ref), false, &held);
+            return PP_ENOTPINNED;
+        }
         next = pw - 1u;
         /* With an eviction in progress, the swap thread queues it. */
-        if (pp__pw_pins(next) == 0 && (pw & PP__F_DEAD) && !(pw & PP__F_BUSY))
-            next |= PP__F_QUEUED;
+        if (PP__UNLIKELY(pp__pw_pins(next) == 0 && (pw & PP__F_DEAD))) {
+            if (!(pw & PP__F_BUSY))
+                next |= PP__F_QUEUED;
+            pp__dead_in_io_note(pool, pp_ref_node(ref), pw & PP__F_BUSY, &held);
+        } else {
+            pp__dead_in_io_note(pool, pp_ref_node(ref), false, &held);
+        }
+        PP__YIELD(UNPIN);
+#if PINPOOL_SEED_BUG_RELAXED_UNPIN
+        /* SEEDED BUG relaxed_unpin (test builds only): relaxed instead of
+         * acq_rel, so the caller's reads and writes of the data under its
+         * pin are not ordered before the eviction's save and free, or the
+         * free after a later release by another thread.  Caught by TSan
+         * (data race with the swap thread or the reclaimer) in torture
+         * --swap runs. */
+    } while (!pp__atomic_cas_weak_relaxed(&e->pw, &pw, next));
+#else
         /* acq_rel: release publishes the caller's writes to the data to the
          * next pinner and to the free function; acquire makes the final
          * unpinner carry every earlier unpinner's writes on to the
          * reclaimer (through its push). */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+#endif
     unsigned n = pp_ref_node(ref);
     if (count)
         pp__counter_add(&t->count[n].unpins, 1);
-    if (PP__UNLIKELY(next & PP__F_QUEUED))
+    if (PP__UNLIKELY(next & PP__F_QUEUED)) {
+        PP__YIELD(UNPIN);
         pp__reclaim_push(pool, n, e, t);
+    }
     return 0;
+stale:
+    pp__dead_in_io_note(pool, pp_ref_node(ref), false, &held);
+    return PP_ESTALE;
 }
 
 int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
@@ -181,6 +229,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
             return rc;
         }
     }
+    PP__YIELD(PIN);
     /* 1b. A NOWAIT write must not wait for a write-out in progress.  Our
      * pins keep any entry from being claimed now, so this check holds. */
     if ((flags & PP_PIN_WRITE) && (flags & PP_PIN_NOWAIT)) {
@@ -278,6 +327,7 @@ again:
     /* The section keeps the slot from being recycled between the check of
      * the state word and the read of e->data. */
     pp__section_enter(t);
+    PP__YIELD(PIN);
     /* acquire: pairs with the putter's release, so e->data is initialised
      * when the generation matches (also when ESCAPED is already set and no
      * CAS follows). */

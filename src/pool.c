@@ -94,6 +94,7 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     ck_ec32_init(&pool->room_ec, 0);
     pool->report = opt->report;
     pool->report_ctx = opt->report_ctx;
+    pp__debug_yield_env();               /* PINPOOL_YIELD (debug builds) */
     const char *env = getenv("PINPOOL_TRACK_PINS");
     pool->track = (opt->flags & PP_TRACK_PINS) != 0 ||
                   (env != NULL && strcmp(env, "1") == 0);
@@ -216,8 +217,21 @@ int pp_pool_destroy(pp_pool_t *pool)
 
 /* ------------------------------------------------------------------------ */
 
+/* Drained: no eviction is between its commit and the end of its free, no
+ * dead entry waits for its I/O to end, and none is queued.  The counts are
+ * read first: an entry dead_in_io no longer counts was pushed before
+ * (pp__io_end), so the queue depth read next includes it. */
 static bool pp__drained(pp_pool_t *pool)
 {
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        /* acquire: pairs with the eviction's release of its tail count
+         * (its free and accounting happen before our return). */
+        if (pp__atomic_load_acquire(&pool->nodes[n]->evict_tail) != 0)
+            return false;
+        /* acquire: pairs with pp__io_end's release of the decrement. */
+        if (pp__atomic_load_acquire(&pool->nodes[n]->dead_in_io) != 0)
+            return false;
+    }
     pp_stats_t st;
     pp_pool_stats(pool, &st);
     return st.total.reclaim_queue_depth == 0;

@@ -198,6 +198,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
               pp__pw_pins(pw) == 0);
     uint32_t now_us = (uint32_t)(pp__now_ns() / 1000u);
     size_t size = e->size;
+    PP__YIELD(RECLAIM);
     pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
     if (pool->swap && (pw & PP__F_RESIDENT)) {
         /* After the unreserve, then a wake: a waiter that still sees these
@@ -207,6 +208,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
     }
     pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
+    PP__YIELD(RECLAIM);
     pp__slot_recycle(pool, node, e);
 }
 
@@ -217,6 +219,7 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
     ready->head = NULL;
     while (s != NULL) {
         ck_stack_entry_t *next = s->next;
+        PP__YIELD(RECLAIM);   /* the entry's grace period has passed */
         pp__reclaim_entry(pool, node, pp__entry_of_link(s));
         PP__CHECK(*pending > 0);
         (*pending)--;
@@ -263,12 +266,18 @@ static void *pp__reclaimer_main(void *arg)
          * changes the value, so the wait below cannot miss it. */
         uint32_t seen = ck_ec32_value(&node->wake);
         ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->reclaim_q);
+        if (batch != NULL)
+            PP__YIELD(RECLAIM);
         for (ck_stack_entry_t *s = batch; s != NULL;) {
             ck_stack_entry_t *next = s->next;
             pp__entry_t *e = pp__entry_of_link(s);
 #if PINPOOL_SEED_BUG_NO_GRACE
-            /* SEEDED BUG (test builds only): free without a grace period.
-             * The sanitizer suite must catch a reader using freed data. */
+            /* SEEDED BUG no_grace (test builds only): frees without waiting
+             * for a grace period, so a QSBR reader's pp_get pointer (or any
+             * epoch-protected read) is used after the free.  Caught by
+             * tests/seeded/no_grace.c under ASan (heap-use-after-free) and
+             * TSan, and by torture --qsbr in every build (its free function
+             * finds a QSBR thread still using the pointer). */
             pp__reclaim_entry(pool, node, e);
 #else
             ck_epoch_call(rec, &e->q.epoch, pp__epoch_cb);

@@ -115,6 +115,7 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->queued += from->queued;
     to->frees += from->frees;
     to->reclaim_queue_depth += from->reclaim_queue_depth;
+    to->dead_in_io += from->dead_in_io;
     to->grace_polls += from->grace_polls;
     to->slots += from->slots;
     to->retired_slots += from->retired_slots;
@@ -150,6 +151,8 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
          * free counted also sees what the free function did. */
         s->frees = pp__atomic_load_acquire(&node->frees);
         s->grace_polls = pp__atomic_load_relaxed(&node->grace_polls);
+        int64_t dio = pp__atomic_load_relaxed(&node->dead_in_io);
+        s->dead_in_io = dio > 0 ? (uint64_t)dio : 0;
         s->lag_count = pp__atomic_load_relaxed(&node->lag_count);
         s->lag_total_ns = pp__atomic_load_relaxed(&node->lag_total_ns);
         s->lag_max_ns = pp__atomic_load_relaxed(&node->lag_max_ns);

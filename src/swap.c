@@ -237,6 +237,7 @@ int pp_write(pp_writer_t *w, const void *buf, size_t n)
 {
     if (w == NULL || (buf == NULL && n > 0))
         return PP_EINVAL;
+    PP__YIELD(EVICT);   /* between a type's chunks */
     if (w->err == 0 && pp__claim_lost(w->e, w->claimed))
         w->err = PP_EAGAIN;
     if (w->err != 0)
@@ -298,6 +299,7 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
     size_t done = 0, chunk_end = 0;
     while (done < outlen) {
         if (done == chunk_end) {
+            PP__YIELD(EVICT);   /* between chunks of the write */
             if (pp__claim_lost(e, claimed)) {
                 rc = PP_EAGAIN;
                 break;
@@ -446,7 +448,7 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
         /* malloc, not posix_memalign: glibc reuses the chunks evictions
          * just freed for malloc, while aligned requests of 1 MiB grow and
          * trim the heap (a brk and ~50 page faults) on every load. */
-        mem = malloc(e->size > 0 ? e->size : 1);
+        mem = pp__malloc(e->size > 0 ? e->size : 1);
         if (mem == NULL)
             return PP_ENOMEM;
         if (rec->raw != e->size) {

@@ -87,7 +87,8 @@
 #endif
 #include <pinpool.h>
 
-#include "internal.h" /* pp__pool_is_valid, pp__swap_path */
+#include "../tests/support/faultdev.h"   /* --faults: the fault-injecting swap device */
+#include "internal.h"   /* pp__pool_is_valid, pp__swap_path, pp__alloc_fault_hook */
 
 #include <dirent.h>
 #include <errno.h>
@@ -124,6 +125,13 @@ static const char *g_topology;
 static int g_track, g_qsbr, g_verbose;
 static unsigned g_nslots = 1024;
 static unsigned g_timeout_s = 300;
+static double g_duration_s;         /* --duration: stop after this long (0: run all ops) */
+static unsigned g_faults;           /* --faults N: 1 in N allocations and device calls fail */
+static unsigned g_yield;            /* --yield N: debug builds yield 1 in N at race points */
+static faultdev_t *g_fd;            /* the fault device (--faults with --swap) */
+static _Atomic int g_faults_armed;  /* allocation faults on (after every worker registered) */
+static _Atomic uint64_t g_alloc_calls, g_alloc_faults;
+static _Atomic unsigned g_registered;
 static int g_held_cap = HELD_CAP; /* held pins per thread; fewer with swap */
 static unsigned g_nmbox = MAILBOXES; /* mailboxes used; fewer with swap */
 
@@ -254,6 +262,10 @@ typedef struct thr {
     uint64_t room_calls;          /* calls that may return PP_ENOMEM */
     uint64_t enomem;              /* ... and did */
     uint64_t nowait_calls, eagain, nowait_pinned, prefetches, budget_skips, escape_skips;
+    /* --faults: calls that got a documented error caused by an injected
+     * fault (PP_EIO, PP_ECORRUPT from a device read; PP_ENOMEM from a
+     * failed allocation). */
+    uint64_t fault_eio, fault_ecorrupt, fault_enomem;
     _Atomic uint64_t progress;
     int explicit_exit;
 } thr_t;
@@ -740,7 +752,7 @@ static int stress_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
         return 1;
     }
     if (rc != 0) {
-        if (!(rc == PP_EIO && g_swap_limit != 0))
+        if (!(rc == PP_EIO && g_swap_limit != 0) && !(g_faults && rc == PP_ENOMEM))
             failf(NULL, "pp_write in save of entry %" PRIu64 ": %s", k, pp_err_name(rc));
         return 1;
     }
@@ -911,8 +923,24 @@ static void note_enomem(thr_t *t, const char *call, size_t size)
     free(st);
 }
 
+/* With --faults: rc is a documented error that an injected fault explains
+ * (counted).  The data is checked again by every later pin. */
+static int fault_rc(thr_t *t, int rc)
+{
+    if (!g_faults)
+        return 0;
+    switch (rc) {
+    case PP_EIO:      t->fault_eio++; return 1;
+    case PP_ECORRUPT: t->fault_ecorrupt++; return 1;
+    case PP_ENOMEM:   t->fault_enomem++; return 1;
+    default:          return 0;
+    }
+}
+
 static void pin_error(thr_t *t, int rc, const char *call, unsigned flags, uint64_t k)
 {
+    if (fault_rc(t, rc))
+        return;
     if (g_swap && rc == PP_ENOMEM) {
         note_enomem(t, call, rec_size(rec_get(k)));
         return;
@@ -1150,7 +1178,9 @@ static int get1(thr_t *t, uint64_t k)
     if (rc != 0) {
         if (checked)
             read_untoken(r);
-        if (g_swap && rc == PP_ENOMEM)
+        if (fault_rc(t, rc))
+            ;
+        else if (g_swap && rc == PP_ENOMEM)
             note_enomem(t, "pp_get", rec_size(r));
         else
             failf(t, "pp_get of an owned entry %" PRIu64 ": %s", k, pp_err_name(rc));
@@ -1320,7 +1350,9 @@ static void stale_call(thr_t *t, pp_ref_t ref, uint64_t k)
         t->failed_many_live++;
         /* The first error is returned: with swap the live entry may be
          * loaded first and find no room. */
-        if (g_swap && rc == PP_ENOMEM) {
+        if (fault_rc(t, rc)) {
+            ;
+        } else if (g_swap && rc == PP_ENOMEM) {
             t->room_calls++;
             t->enomem++;
         } else {
@@ -1448,7 +1480,9 @@ static void fresh_checks(thr_t *t, uint64_t k)
         void *dv[3] = { NULL, NULL, NULL };
         rc = pp_pin_many(g_pool, two, 3, 0, dv);
         t->failed_many_live++;
-        if (g_swap && rc == PP_ENOMEM) {        /* the fresh one first: no room */
+        if (fault_rc(t, rc)) {
+            ;
+        } else if (g_swap && rc == PP_ENOMEM) { /* the fresh one first: no room */
             t->room_calls++;
             t->enomem++;
         } else if (rc != PP_ESTALE)
@@ -1561,7 +1595,9 @@ static void op_put(thr_t *t)
         t->room_calls++;
     int rc = pp_put(g_pool, buf, size, type_of(kind), flags, &ref);
     if (rc != 0) {
-        if (g_swap && rc == PP_ENOMEM)
+        if (fault_rc(t, rc))
+            ;
+        else if (g_swap && rc == PP_ENOMEM)
             note_enomem(t, "pp_put", size);
         else
             failf(t, "pp_put(size %zu, flags %#x): %s", size, flags, pp_err_name(rc));
@@ -1975,10 +2011,31 @@ static void thread_cleanup(thr_t *t)
         quiesce(t);
 }
 
+/* The allocation fault hook (--faults): once armed, 1 allocation in
+ * g_faults fails, decided by the seed and a call counter. */
+static bool alloc_fault(size_t size, void *ctx)
+{
+    (void)size;
+    (void)ctx;
+    if (!atomic_load_explicit(&g_faults_armed, memory_order_relaxed))
+        return false;
+    uint64_t n = atomic_fetch_add_explicit(&g_alloc_calls, 1, memory_order_relaxed) + 1;
+    if (mix3(g_seed, n, 0xA110CFA17ull) % g_faults != 0)
+        return false;
+    atomic_fetch_add_explicit(&g_alloc_faults, 1, memory_order_relaxed);
+    return true;
+}
+
 static void *worker(void *arg)
 {
     thr_t *t = arg;
     tl_user = 1;
+    /* Registers this thread before allocation faults are armed: a first
+     * call's registration failing is documented, but not what the torture
+     * is after. */
+    (void)pp_pool_drain(g_pool, 0);
+    if (atomic_fetch_add(&g_registered, 1) + 1 == g_threads && g_faults)
+        atomic_store(&g_faults_armed, 1);   /* the last one to register arms */
     if (g_qsbr)
         quiesce(t);
     for (uint64_t i = 0; i < g_ops && !atomic_load_explicit(&g_stop, memory_order_relaxed); i++) {
@@ -2038,6 +2095,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: torture [--threads N] [--ops N] [--seed S] [--topology STR]\n"
             "                 [--track] [--qsbr] [--slots N] [--timeout SEC] [--verbose]\n"
+            "                 [--duration SEC] [--faults N] [--yield N]\n"
             "                 [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]\n"
             "                 [--compress] [--entry-size MIN[-MAX]] [--flat PCT]\n"
             "                 [--enomem-max PCT]\n"
@@ -2049,7 +2107,15 @@ static void usage(FILE *f)
             "  --qsbr             workers use QSBR mode (pp_quiescent between ops)\n"
             "  --slots N          shared slots (default 1024; with --swap: sized so that\n"
             "                     the live data is several times --mem-limit)\n"
-            "  --timeout SEC      fail if the workers take longer (default 300)\n"
+            "  --timeout SEC      fail if the workers take longer (default 300; with\n"
+            "                     --duration, 300 more than it)\n"
+            "  --duration SEC     run for SEC seconds (--ops, if given, still caps it)\n"
+            "  --faults N         inject faults: 1 in N of the pool's own allocations and\n"
+            "                     (with --swap) of its device writes, reads and syncs fails;\n"
+            "                     calls may then return PP_ENOMEM, PP_EIO or PP_ECORRUPT,\n"
+            "                     and no data may be lost or come back wrong\n"
+            "  --yield N          debug builds: yield 1 in N times at the race points of\n"
+            "                     pin, unpin, release, eviction, load and reclaim\n"
             "  --verbose          progress and per-operation counts\n"
             "  --entry-size R     entry sizes: N, or MIN-MAX (suffixes K, M; default\n"
             "                     16-4096 uniform; with --swap 2K-64K log-uniform)\n"
@@ -2194,7 +2260,7 @@ static void preflight(thr_t *m)
     X(gets) X(pins) X(unpins) X(evictions_written) X(evictions_clean) \
     X(evictions_abandoned) X(loads) X(load_waits) X(swap_bytes_written) \
     X(swap_raw_written) X(swap_bytes_read) X(swap_used_bytes) X(checksum_failures) \
-    X(io_errors) X(queued) X(frees) X(reclaim_queue_depth) X(grace_polls) X(slots) \
+    X(io_errors) X(queued) X(frees) X(reclaim_queue_depth) X(dead_in_io) X(grace_polls) X(slots) \
     X(lag_count) X(lag_total_ns)
 
 /* Per node: what the program saw of evictions and loads (typed entries). */
@@ -2242,8 +2308,18 @@ static void check_stats(thr_t *m, const pp_stats_t *st, const cnt_t *exp, const 
         EXPECT(frees, e->puts);
         EXPECT(queued, e->puts);
         EXPECT(lag_count, s->frees);
-        EXPECT(io_errors, 0);
-        EXPECT(checksum_failures, 0);
+        if (g_fd == NULL) {
+            EXPECT(io_errors, 0);
+            EXPECT(checksum_failures, 0);
+        } else if (n == g_nnodes) {
+            /* Every device call that failed was counted once; a corrupted
+             * read fails at most one load's checksum. */
+            EXPECT(io_errors, atomic_load(&g_fd->write_fails) + atomic_load(&g_fd->read_fails));
+            if (s->checksum_failures > atomic_load(&g_fd->inj_read_corrupt))
+                failf(m, "pp_pool_stats total.checksum_failures = %" PRIu64 ", but only %lu "
+                      "reads were corrupted", s->checksum_failures,
+                      atomic_load(&g_fd->inj_read_corrupt));
+        }
         if (!g_swap) {
             EXPECT(frees, frees);
             EXPECT(loads, 0);
@@ -2380,6 +2456,7 @@ int main(int argc, char **argv)
 {
     int seed_given = 0, slots_given = 0, size_given = 0;
     int mem_given = 0, swap_limit_given = 0, flat_given = 0, enomem_given = 0;
+    int timeout_given = 0, ops_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
@@ -2396,6 +2473,7 @@ int main(int argc, char **argv)
             g_threads = (unsigned)parse_u64(a, ARG());
         } else if (!strcmp(a, "--ops")) {
             g_ops = parse_u64(a, ARG());
+            ops_given = 1;
         } else if (!strcmp(a, "--seed")) {
             g_seed = parse_u64(a, ARG());
             seed_given = 1;
@@ -2406,6 +2484,13 @@ int main(int argc, char **argv)
             slots_given = 1;
         } else if (!strcmp(a, "--timeout")) {
             g_timeout_s = (unsigned)parse_u64(a, ARG());
+            timeout_given = 1;
+        } else if (!strcmp(a, "--duration")) {
+            g_duration_s = (double)parse_u64(a, ARG());
+        } else if (!strcmp(a, "--faults")) {
+            g_faults = (unsigned)parse_u64(a, ARG());
+        } else if (!strcmp(a, "--yield")) {
+            g_yield = (unsigned)parse_u64(a, ARG());
         } else if (!strcmp(a, "--track")) {
             g_track = 1;
         } else if (!strcmp(a, "--qsbr")) {
@@ -2459,6 +2544,17 @@ int main(int argc, char **argv)
             return 2;
         }
 #undef ARG
+    }
+    if (g_duration_s > 0) {
+        if (!ops_given)
+            g_ops = 1000000000u;         /* bounded by time */
+        if (!timeout_given)
+            g_timeout_s = (unsigned)g_duration_s + 300;
+    }
+    if (g_yield && !pp__debug_yield_available()) {
+        fprintf(stderr, "torture: --yield needs a debug build (PINPOOL_DEBUG=ON: the debug, "
+                        "asan and tsan presets)\n");
+        return 2;
     }
     if (!g_swap && (mem_given || swap_limit_given || g_compress || flat_given || enomem_given)) {
         fprintf(stderr, "torture: --mem-limit, --swap-limit, --compress, --flat and "
@@ -2552,12 +2648,22 @@ int main(int argc, char **argv)
     char slots[32] = "";
     if (slots_given)
         snprintf(slots, sizeof slots, " --slots %u", g_nslots);
-    printf("torture: replay: torture --threads %u --ops %" PRIu64 " --seed %" PRIu64
-           "%s%s%s%s%s%s%s%s%s\n",
-           g_threads, g_ops, g_seed, g_topology ? " --topology '" : "",
+    char extra[128] = "", opsarg[48] = "";
+    size_t xl = 0;
+    if (g_duration_s > 0)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --duration %.0f", g_duration_s);
+    if (g_faults)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --faults %u", g_faults);
+    if (g_yield)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --yield %u", g_yield);
+    if (g_duration_s <= 0 || ops_given)
+        snprintf(opsarg, sizeof opsarg, " --ops %" PRIu64, g_ops);
+    printf("torture: replay: torture --threads %u%s --seed %" PRIu64
+           "%s%s%s%s%s%s%s%s%s%s\n",
+           g_threads, opsarg, g_seed, g_topology ? " --topology '" : "",
            g_topology ? g_topology : "", g_topology ? "'" : "", g_track ? " --track" : "",
            g_qsbr ? " --qsbr" : "", size_given ? " --entry-size " : "", size_given ? sizes : "",
-           slots, swapargs);
+           slots, swapargs, extra);
     fflush(stdout);
 
     /* Records: one per put; at most one put per op (+ slack). */
@@ -2593,7 +2699,23 @@ int main(int argc, char **argv)
         opt.swap_dir = g_rundir;
         opt.swap_limit = g_swap_limit;
     }
-    int rc = pp_pool_create(&opt, &g_pool);
+    if (g_yield)
+        pp__debug_yield_set(~0u, g_yield);
+    int rc;
+    if (g_faults && g_swap) {
+        /* The file device under a wrapper that injects random faults. */
+        g_fd = faultdev_new();
+        if (g_fd == NULL) {
+            fprintf(stderr, "torture: out of memory\n");
+            return 2;
+        }
+        faultdev_random(g_fd, g_faults, mix3(g_seed, 0xDE7, 0xFA17));
+        rc = pp__pool_create_dev(&opt, &g_fd->dev, &g_pool);
+    } else {
+        rc = pp_pool_create(&opt, &g_pool);
+    }
+    if (g_faults)
+        pp__alloc_fault_hook(alloc_fault, NULL);
     if (rc != 0) {
         printf("torture: FAIL: pp_pool_create(topology %s%s%s): %s [seed=%" PRIu64 " thread=main]\n",
                g_topology ? g_topology : "NULL", g_swap ? ", swap_dir " : "",
@@ -2650,7 +2772,7 @@ int main(int argc, char **argv)
     /* Watch: pool stats and drains concurrently with the workers. */
     unsigned polls = 0, mid_drains = 0, mid_drain_busy = 0;
     uint64_t live_peak = 0;
-    double last_print = t0, last_drain = t0;
+    double last_print = t0, last_drain = t0, last_progress = t0;
     pthread_mutex_lock(&g_done_lock);
     while (g_done < g_threads) {
         struct timespec ts;
@@ -2665,6 +2787,17 @@ int main(int argc, char **argv)
             break;
         pthread_mutex_unlock(&g_done_lock);
         double now = now_s();
+        if (g_duration_s > 0 && now - t0 >= g_duration_s)
+            atomic_store(&g_stop, 1);    /* time is up: workers finish their op */
+        if (g_duration_s > 0 && now - last_progress >= 60) {
+            uint64_t done = 0;
+            for (unsigned i = 0; i < g_threads; i++)
+                done += atomic_load_explicit(&g_thr[i].progress, memory_order_relaxed);
+            fprintf(stderr, "torture: %.0f of %.0f s, %" PRIu64 " ops, %" PRIu64
+                    " allocation faults, %lu device faults\n", now - t0, g_duration_s, done,
+                    atomic_load(&g_alloc_faults), faultdev_injected(g_fd));
+            last_progress = now;
+        }
         rc = pp_pool_stats(g_pool, st);
         polls++;
         if (rc != 0 || st->nodes != g_nnodes)
@@ -2716,6 +2849,10 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < g_threads; i++)
         pthread_join(g_thr[i].th, NULL);
     double t1 = now_s();
+    /* Faults off for the end: dropping everything and the exact checks. */
+    atomic_store(&g_faults_armed, 0);
+    if (g_fd != NULL)
+        faultdev_random(g_fd, 0, 0);
 
     if (atomic_load(&g_failed)) {
         uint64_t done = 0;
@@ -2745,37 +2882,22 @@ int main(int argc, char **argv)
         }
     }
 
-    /* Drain.  With swap an entry whose I/O was in flight when it died is
-     * queued only when that I/O ends, and an eviction finishes its
-     * accounting (free function, counters, reservation) after its commit,
-     * so wait until nothing is left: no entry, no queue, no reserved byte
-     * (an eviction or a load holds its reservation to its very end). */
+    /* Drain: it waits for entries whose I/O was in flight when they died
+     * and for evictions finishing their free after their commit, so once
+     * it returns nothing may be left: no entry, no queue, no reserved
+     * byte, every free function called. */
     double d0 = now_s();
-    unsigned drain_rounds = 0;
-    for (;;) {
-        rc = pp_pool_drain(g_pool, 30000);
-        drain_rounds++;
-        if (rc != 0)
-            failf(m, "pp_pool_drain(30000) after dropping everything: %s", pp_err_name(rc));
-        rc = pp_pool_stats(g_pool, st);
-        if (rc != 0)
-            failf(m, "pp_pool_stats at the end: %s", pp_err_name(rc));
-        if (rc != 0 || (st->total.entries == 0 && st->total.reclaim_queue_depth == 0 &&
-                        st->resident_reserved == 0))
-            break;
-        if (now_s() - d0 > 30) {
-            failf(m, "30 s after dropping everything: %" PRIu64 " entries, queue %" PRIu64
-                  ", resident_reserved %" PRIu64, st->total.entries,
-                  st->total.reclaim_queue_depth, st->resident_reserved);
-            break;
-        }
-        struct timespec nap = { 0, 1000000 };
-        nanosleep(&nap, NULL);
-    }
-    if (g_swap && rc == 0) {
-        /* One more read, to see the last eviction's counters settled. */
-        rc = pp_pool_stats(g_pool, st);
-    }
+    rc = pp_pool_drain(g_pool, 30000);
+    if (rc != 0)
+        failf(m, "pp_pool_drain(30000) after dropping everything: %s", pp_err_name(rc));
+    if (rc == 0 && (rc = pp_pool_stats(g_pool, st)) != 0)
+        failf(m, "pp_pool_stats at the end: %s", pp_err_name(rc));
+    if (rc == 0 && (st->total.entries != 0 || st->total.reclaim_queue_depth != 0 ||
+                    st->total.dead_in_io != 0 || st->resident_reserved != 0))
+        failf(m, "after pp_pool_drain returned 0: %" PRIu64 " entries, queue %" PRIu64
+              ", dead_in_io %" PRIu64 ", resident_reserved %" PRIu64, st->total.entries,
+              st->total.reclaim_queue_depth, st->total.dead_in_io, st->resident_reserved);
+    double drain_s = now_s() - d0;
 
     /* Every block freed exactly once; typed entries reclaimed at most once
      * (exactly once without swap), on their home node's reclaimer. */
@@ -2849,6 +2971,7 @@ int main(int argc, char **argv)
     uint64_t stale = 0, invalid = 0, fresh = 0, writes = 0, write_busy = 0, blind = 0;
     uint64_t handoffs = 0, pin_many = 0, ops_done = 0, failed_many_live = 0;
     uint64_t room = 0, enomem = 0, nowait = 0, eagain = 0, nowait_pinned = 0, prefetches = 0;
+    uint64_t f_eio = 0, f_ecorrupt = 0, f_enomem = 0;
     uint64_t skips = 0, escape_skips = 0;
     for (unsigned i = 0; i <= g_threads; i++) {
         thr_t *t = &g_thr[i];
@@ -2878,6 +3001,9 @@ int main(int argc, char **argv)
         eagain += t->eagain;
         nowait_pinned += t->nowait_pinned;
         prefetches += t->prefetches;
+        f_eio += t->fault_eio;
+        f_ecorrupt += t->fault_ecorrupt;
+        f_enomem += t->fault_enomem;
         skips += t->budget_skips;
         escape_skips += t->escape_skips;
         if (i < g_threads)
@@ -2904,7 +3030,7 @@ int main(int argc, char **argv)
         failf(m, "note: stats count %" PRId64 " pins more than the program took; %" PRIu64
               " live refs were pinned and rolled back by failed pp_pin_many calls (a failed call "
               "must have no effect)", (int64_t)(st->total.pins - tot.pins), failed_many_live);
-    if (g_swap && (double)enomem > (double)room * g_enomem_max / 100.0)
+    if (g_swap && !g_faults && (double)enomem > (double)room * g_enomem_max / 100.0)
         failf(m, "PP_ENOMEM in %" PRIu64 " of %" PRIu64 " calls that may return it (%.2f%%; "
               "allowed %.2f%%): the pool found nothing to evict though the program pins at most "
               "%" PRId64 " and escapes at most %" PRId64 " of the %zu bytes", enomem, room,
@@ -2919,9 +3045,9 @@ int main(int argc, char **argv)
         printf("\ntorture: checks: fresh=%" PRIu64 " stale=%" PRIu64 " invalid=%" PRIu64
                " writes=%" PRIu64 " write_busy=%" PRIu64 " blind_pins=%" PRIu64
                " handoffs=%" PRIu64 " pin_many=%" PRIu64
-               " stats_polls=%u mid_drains=%u (busy %u) drain_rounds=%u report_lines=%" PRIu64 "\n",
+               " stats_polls=%u mid_drains=%u (busy %u) drain_s=%.3f report_lines=%" PRIu64 "\n",
                fresh, stale, invalid, writes, write_busy, blind, handoffs, pin_many, polls,
-               mid_drains, mid_drain_busy, drain_rounds, atomic_load(&g_report_lines));
+               mid_drains, mid_drain_busy, drain_s, atomic_load(&g_report_lines));
         for (int i = 0; i < atomic_load(&g_enomem_notes) && i < ENOMEM_NOTES; i++)
             printf("torture: PP_ENOMEM: %s\n", g_enomem_note[i]);
         pthread_mutex_lock(&g_print_lock);
@@ -2963,6 +3089,18 @@ int main(int argc, char **argv)
         failf(m, "pp__pool_is_valid: an entry's state breaks entry.h's invariants");
 
     /* Destroy: nothing is left, so nothing is reported or freed. */
+    /* The fault device's counts (it goes with the pool). */
+    unsigned long inj[7] = { 0 };
+    if (g_fd != NULL) {
+        inj[0] = atomic_load(&g_fd->inj_write_eio);
+        inj[1] = atomic_load(&g_fd->inj_write_enospc);
+        inj[2] = atomic_load(&g_fd->inj_write_short);
+        inj[3] = atomic_load(&g_fd->inj_read_eio);
+        inj[4] = atomic_load(&g_fd->inj_read_missing);
+        inj[5] = atomic_load(&g_fd->inj_read_corrupt);
+        inj[6] = atomic_load(&g_fd->inj_sync);
+        g_fd = NULL;
+    }
     uint64_t lines_before = atomic_load(&g_report_lines);
     uint64_t frees_before = atomic_load(&g_frees_total) + atomic_load(&g_evict_frees);
     rc = pp_pool_destroy(g_pool);
@@ -2999,6 +3137,14 @@ int main(int argc, char **argv)
                st->total.swap_bytes_written, st->total.swap_raw_written,
                st->total.swap_bytes_read, st->resident_peak, live_peak,
                (double)live_peak / (double)g_mem_limit, enomem, room, eagain, nowait);
+    if (g_faults)
+        printf(" faults: allocations=%" PRIu64 "/%" PRIu64 " write_eio=%lu write_enospc=%lu"
+               " write_short=%lu read_eio=%lu read_missing=%lu read_corrupt=%lu sync=%lu"
+               " got: PP_EIO=%" PRIu64 " PP_ECORRUPT=%" PRIu64 " PP_ENOMEM=%" PRIu64
+               " checksum_failures=%" PRIu64 " io_errors=%" PRIu64,
+               atomic_load(&g_alloc_faults), atomic_load(&g_alloc_calls), inj[0], inj[1], inj[2],
+               inj[3], inj[4], inj[5], inj[6], f_eio, f_ecorrupt, f_enomem,
+               st->total.checksum_failures, st->total.io_errors);
     printf("\n");
     for (size_t c = 0; c < g_nchunks; c++)
         free(atomic_load(&g_chunks[c]));

@@ -112,21 +112,21 @@ static bool all_freed(pp_pool_t *pool)
     return ok;
 }
 
-/* Releases refs (skipping PP_REF_NONE), waits until everything put has
- * been freed -- an entry that dies during an eviction or a load is queued
- * only when that I/O ends, after pp_pool_drain may already have returned --
- * then checks that nothing leaked: no resident, swapped or reserved bytes,
- * no swap space, a valid table.  Destroys the pool. */
+/* Releases refs (skipping PP_REF_NONE), drains -- which waits for entries
+ * that died during an eviction or a load too -- and checks that everything
+ * put has been freed and nothing leaked: no resident, swapped or reserved
+ * bytes, no swap space, a valid table.  Destroys the pool. */
 static void ev_finish(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (refs[i] != PP_REF_NONE)
             assert_rc(pp_release(pool, refs[i]), 0);
     }
-    cr_assert(WAIT_UNTIL(all_freed(pool), TEST_WAIT_MS), "entries were never freed");
     test_drain(pool);
+    cr_assert(all_freed(pool), "pp_pool_drain returned before every entry was freed");
     pp_stats_t *s = stats_new(pool);
     cr_assert_eq(s->total.entries, 0);
+    cr_assert_eq(s->total.dead_in_io, 0);
     cr_assert_eq(s->total.resident_bytes, 0, "resident_bytes %" PRIu64, s->total.resident_bytes);
     cr_assert_eq(s->total.swapped_bytes, 0, "swapped_bytes %" PRIu64, s->total.swapped_bytes);
     cr_assert_eq(s->total.swap_used_bytes, 0, "swap_used_bytes %" PRIu64,
@@ -1423,12 +1423,19 @@ Test(evict, dead_during_eviction_reclaimed_once, .timeout = 60)
     cr_assert_eq(info.state & (PP_STATE_DEAD | PP_STATE_EVICTING | PP_STATE_RESIDENT),
                  PP_STATE_DEAD | PP_STATE_EVICTING | PP_STATE_RESIDENT, "state 0x%x", info.state);
     cr_assert_eq(STAT_TOTAL(pool, queued), 0, "queued during its eviction");
+    cr_assert_eq(STAT_TOTAL(pool, dead_in_io), 1);
     assert_rc(pp_pin(pool, refs[x], 0, NULL), PP_ESTALE);
+    /* The write cannot end while the gate is closed: drain must wait for
+     * the entry, and so times out. */
+    assert_rc(pp_pool_drain(pool, 20), PP_EBUSY);
     faultdev_gate_open(f);
 
-    cr_assert(WAIT_UNTIL(STAT_TOTAL(pool, frees) == frees0 + 1, TEST_WAIT_MS),
-              "the entry that died during its eviction was never freed");
-    cr_assert(WAIT_UNTIL(atomic_load(&sw->frees[x]) == 1, TEST_WAIT_MS));
+    /* Drain waits for the write to end and the entry to be freed. */
+    test_drain(pool);
+    cr_assert_eq(STAT_TOTAL(pool, frees), frees0 + 1,
+                 "drain returned before the entry that died during its eviction was freed");
+    cr_assert_eq(STAT_TOTAL(pool, dead_in_io), 0);
+    cr_assert_eq(atomic_load(&sw->frees[x]), 1);
     assert_rc(pp_stat(pool, refs[x], &info), PP_ESTALE);
     refs[x] = PP_REF_NONE;
     ev_finish(pool, refs, 16);
@@ -1457,6 +1464,8 @@ Test(evict, dead_during_load_reclaimed_once, .timeout = 60)
     pp_entry_info_t info = test_stat(pool, x);
     cr_assert_eq(info.state & (PP_STATE_DEAD | PP_STATE_LOADING | PP_STATE_RESIDENT),
                  PP_STATE_DEAD | PP_STATE_LOADING, "state 0x%x", info.state);
+    cr_assert_eq(STAT_TOTAL(pool, dead_in_io), 1);
+    assert_rc(pp_pool_drain(pool, 20), PP_EBUSY);   /* the load cannot end */
     faultdev_gate_open(f);
     test_thread_join(th);
     if (c.rc == 0) {

@@ -10,6 +10,16 @@
  *   faultdev_gate_close(fd, true, false);         // reads block...
  *   faultdev_wait_blocked(fd, 1);                 // ...until one is stuck
  *   faultdev_gate_open(fd);                       // ...and go on
+ *   faultdev_random(fd, 50, seed);                // 1 call in 50 goes wrong
+ *
+ * Random faults (the torture's --faults): each write, read and sync goes
+ * wrong with probability 1/one_in, decided by a hash of the seed and a
+ * call counter.  A write that goes wrong fails with -EIO or -ENOSPC, or is
+ * short (writes half and returns that count, and the caller must go on).
+ * A read that goes wrong fails with -EIO, finds nothing (returns 0), or
+ * returns the bytes with one bit flipped (a transient corruption: the
+ * stored copy is intact, so a later read of it is good).  A sync fails with
+ * -EIO.  Each kind is counted in inj_*.
  *
  * Faults and counters are atomics: the swap threads and loaders read them
  * concurrently with the test thread.  The pool owns the device (closing it
@@ -41,6 +51,12 @@ typedef struct faultdev {
     /* Counters. */
     _Atomic unsigned long writes, write_bytes, reads, read_bytes, drops, syncs;
     _Atomic unsigned long write_fails, read_fails;
+    /* Random faults (faultdev_random). */
+    _Atomic unsigned rand_one_in;        /* 0: off */
+    _Atomic uint64_t rand_seed;
+    _Atomic unsigned long rand_calls;
+    _Atomic unsigned long inj_write_eio, inj_write_enospc, inj_write_short;
+    _Atomic unsigned long inj_read_eio, inj_read_missing, inj_read_corrupt, inj_sync;
     /* Gate: while closed, reads (gate_reads) and writes (gate_writes)
      * block in the device. */
     pthread_mutex_t lock;
@@ -64,6 +80,24 @@ static inline void faultdev_gate(faultdev_t *f, bool is_write)
         f->blocked--;
     }
     pthread_mutex_unlock(&f->lock);
+}
+
+/* Random faults: 0 if this call goes right, else a kind 1..3 (and *x a
+ * random word for the details). */
+static inline unsigned faultdev_roll(faultdev_t *f, uint64_t *x)
+{
+    unsigned one_in = atomic_load_explicit(&f->rand_one_in, memory_order_relaxed);
+    if (one_in == 0)
+        return 0;
+    uint64_t z = atomic_load_explicit(&f->rand_seed, memory_order_relaxed) + 0x9E3779B97F4A7C15ull *
+                 (atomic_fetch_add_explicit(&f->rand_calls, 1, memory_order_relaxed) + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    *x = z >> 8;
+    if (z % one_in != 0)
+        return 0;
+    return 1 + (unsigned)((z >> 40) % 3);
 }
 
 static int faultdev_open_(pp__swapdev_t *d, const char *parent, unsigned n)
@@ -92,6 +126,25 @@ static ssize_t faultdev_write_(pp__swapdev_t *d, unsigned s, const void *buf, si
         }
         n /= 2;                          /* the next call (the rest) fails */
     }
+    uint64_t x = 0;
+    switch (faultdev_roll(f, &x)) {
+    case 1:
+        atomic_fetch_add(&f->inj_write_eio, 1);
+        atomic_fetch_add(&f->write_fails, 1);
+        return -EIO;
+    case 2:
+        atomic_fetch_add(&f->inj_write_enospc, 1);
+        atomic_fetch_add(&f->write_fails, 1);
+        return -ENOSPC;
+    case 3:
+        if (n >= 2) {
+            atomic_fetch_add(&f->inj_write_short, 1);
+            n /= 2;                      /* short, not failed: the caller goes on */
+        }
+        break;
+    default:
+        break;
+    }
     ssize_t r = f->inner->write(f->inner, s, buf, n, off);
     if (r > 0)
         atomic_fetch_add(&f->write_bytes, (unsigned long)r);
@@ -112,9 +165,25 @@ static ssize_t faultdev_read_(pp__swapdev_t *d, unsigned s, void *buf, size_t n,
         atomic_fetch_add(&f->read_fails, 1);
         return 0;
     }
+    uint64_t x = 0;
+    unsigned kind = faultdev_roll(f, &x);
+    if (kind == 1) {
+        atomic_fetch_add(&f->inj_read_eio, 1);
+        atomic_fetch_add(&f->read_fails, 1);
+        return -EIO;
+    }
+    if (kind == 2) {
+        atomic_fetch_add(&f->inj_read_missing, 1);
+        atomic_fetch_add(&f->read_fails, 1);
+        return 0;
+    }
     ssize_t r = f->inner->read(f->inner, s, buf, n, off);
     if (r > 0)
         atomic_fetch_add(&f->read_bytes, (unsigned long)r);
+    if (kind == 3 && r > 0) {
+        ((unsigned char *)buf)[x % (uint64_t)r] ^= (unsigned char)(1u << ((x >> 32) & 7));
+        atomic_fetch_add(&f->inj_read_corrupt, 1);
+    }
     return r;
 }
 
@@ -130,6 +199,11 @@ static int faultdev_sync_(pp__swapdev_t *d, unsigned s)
     faultdev_t *f = faultdev_of(d);
     atomic_fetch_add(&f->syncs, 1);
     int err = atomic_load(&f->sync_err);
+    uint64_t x = 0;
+    if (err == 0 && faultdev_roll(f, &x) != 0) {
+        atomic_fetch_add(&f->inj_sync, 1);
+        err = -EIO;
+    }
     return err != 0 ? err : f->inner->sync(f->inner, s);
 }
 
@@ -161,6 +235,24 @@ static inline faultdev_t *faultdev_new(void)
     f->dev.sync = faultdev_sync_;
     f->dev.close = faultdev_close_;
     return f;
+}
+
+/* Random faults from now on: one call in one_in goes wrong (0: off). */
+static inline void faultdev_random(faultdev_t *f, unsigned one_in, uint64_t seed)
+{
+    atomic_store(&f->rand_seed, seed);
+    atomic_store(&f->rand_one_in, one_in);
+}
+
+/* Random faults injected so far (f may be NULL: 0). */
+static inline unsigned long faultdev_injected(faultdev_t *f)
+{
+    if (f == NULL)
+        return 0;
+    return atomic_load(&f->inj_write_eio) + atomic_load(&f->inj_write_enospc) +
+           atomic_load(&f->inj_write_short) + atomic_load(&f->inj_read_eio) +
+           atomic_load(&f->inj_read_missing) + atomic_load(&f->inj_read_corrupt) +
+           atomic_load(&f->inj_sync);
 }
 
 /* Closes the gate for reads and/or writes: such calls block until it opens. */

@@ -635,7 +635,11 @@ static void stress_free(void *data, size_t size, void *ctx)
               "%u block(s) made", k, rec_ref(r), f, made);
         return;
     }
-    int32_t bp = atomic_load(&b->pins);
+    /* Relaxed, as every decrement of the program's pin counts: only the
+     * pool's unpin (release) and reclaim (acquire) may order a pinner's
+     * uses before this free, so that TSan sees a pool that fails to
+     * (seeded.relaxed_unpin) rather than the program's own ordering. */
+    int32_t bp = atomic_load_explicit(&b->pins, memory_order_relaxed);
     if (bp != 0)
         failf(NULL, "entry %" PRIu64 " (ref %#" PRIx64 "): block %p freed while the program "
               "holds %d pin(s) that returned it", k, rec_ref(r), data, bp);
@@ -662,7 +666,7 @@ static void stress_free(void *data, size_t size, void *ctx)
             failf(NULL, "entry %" PRIu64 " (ref %#" PRIx64 ") reclaimed twice", k, rec_ref(r));
         if (atomic_load(&r->state) != 2)
             failf(NULL, "entry %" PRIu64 " reclaimed but its pp_put never returned success", k);
-        int32_t o = atomic_load(&r->owners), p = atomic_load(&r->pins);
+        int32_t o = atomic_load(&r->owners), p = atomic_load_explicit(&r->pins, memory_order_relaxed);
         int32_t q = atomic_load(&r->qsbr_holders);
         if (o != 0)
             failf(NULL, "entry %" PRIu64 " (ref %#" PRIx64 ") freed while the program holds %d "
@@ -975,7 +979,7 @@ static int pin_take(thr_t *t, uint64_t k, unsigned flags, int budget, hpin_t *h)
         t->room_calls++;
     int rc = pp_pin(g_pool, rec_ref(r), flags, &d);
     if (rc != 0) {
-        atomic_fetch_sub(&r->pins, 1);
+        atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
         if (checked)
             read_untoken(r);
         if (budget)
@@ -1004,10 +1008,10 @@ static void pin_drop(thr_t *t, const hpin_t *h)
     rec_t *r = rec_get(h->k);
     check_pin(t, h, "before pp_unpin");
     if (has_blk(r) && h->ptr != NULL)
-        atomic_fetch_sub(&blk_of(h->ptr)->pins, 1);
+        atomic_fetch_sub_explicit(&blk_of(h->ptr)->pins, 1, memory_order_relaxed);
     if (h->checked)
         read_untoken(r);
-    atomic_fetch_sub(&r->pins, 1);
+    atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
     int rc = pp_unpin(g_pool, rec_ref(r));
     if (rc != 0)
         failf(t, "pp_unpin of a pinned entry %" PRIu64 " (ref %#" PRIx64 "): %s",
@@ -1509,12 +1513,12 @@ static void fresh_checks(thr_t *t, uint64_t k)
         rc = pp_pin(g_pool, ref, PP_PIN_NOWAIT, &dn);
         t->nowait_pinned++;
         if (rc != 0 || dn != d) {
-            atomic_fetch_sub(&r->pins, 1);
+            atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
             failf(t, "pp_pin(NOWAIT) of fresh entry %" PRIu64 " while pinned (resident): %s, "
                   "pointer %p (pin gave %p)", k, pp_err_name(rc), dn, d);
         } else {
             t->cnt[node].pins++;
-            atomic_fetch_sub(&r->pins, 1);
+            atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
             rc = pp_unpin(g_pool, ref);
             if (rc != 0)
                 failf(t, "pp_unpin after pp_pin(NOWAIT): %s", pp_err_name(rc));
@@ -1527,7 +1531,7 @@ static void fresh_checks(thr_t *t, uint64_t k)
     atomic_fetch_add(&r->pins, 3);
     rc = pp_pin_many(g_pool, three, 3, PP_PIN_WRITE, dv);
     if (rc != 0) {
-        atomic_fetch_sub(&r->pins, 3);
+        atomic_fetch_sub_explicit(&r->pins, 3, memory_order_relaxed);
         failf(t, "pp_pin_many(x, x, x) of a live entry %" PRIu64 ": %s", k, pp_err_name(rc));
     } else {
         t->cnt[node].pins += 3;
@@ -1544,7 +1548,7 @@ static void fresh_checks(thr_t *t, uint64_t k)
             if (rc == 0 && (!(in.state & PP_STATE_RESIDENT) || (in.state & PP_STATE_LOADING)))
                 failf(t, "pinned entry %" PRIu64 " is not resident (state %#x)", k, in.state);
         }
-        atomic_fetch_sub(&r->pins, 3);
+        atomic_fetch_sub_explicit(&r->pins, 3, memory_order_relaxed);
         rc = pp_unpin_many(g_pool, three, 3);
         if (rc != 0)
             failf(t, "pp_unpin_many(x, x, x) of an entry with 4 pins: %s", pp_err_name(rc));
@@ -1691,7 +1695,7 @@ static void batch_pin(thr_t *t)
         if (rc != 0) {
             for (int i = 0; i < n; i++) {
                 rec_t *r = rec_get(ks[i]);
-                atomic_fetch_sub(&r->pins, 1);
+                atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
                 if (hs[i].checked)
                     read_untoken(r);
             }
@@ -1718,10 +1722,10 @@ static void batch_pin(thr_t *t)
                     rec_t *r = rec_get(ks[i]);
                     check_pin(t, &hs[i], "before pp_unpin_many");
                     if (has_blk(r) && data[i] != NULL)
-                        atomic_fetch_sub(&blk_of(data[i])->pins, 1);
+                        atomic_fetch_sub_explicit(&blk_of(data[i])->pins, 1, memory_order_relaxed);
                     if (hs[i].checked)
                         read_untoken(r);
-                    atomic_fetch_sub(&r->pins, 1);
+                    atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
                 }
                 rc = pp_unpin_many(g_pool, refs, (size_t)n);
                 if (rc != 0)
@@ -1770,7 +1774,7 @@ static void rewrite(thr_t *t, uint64_t k)
         t->room_calls++;
     int rc = pp_pin(g_pool, rec_ref(r), PP_PIN_WRITE, &d);
     if (rc != 0) {
-        atomic_fetch_sub(&r->pins, 1);
+        atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
         budget_put(&g_pin_bytes, (int64_t)size);
         write_untoken(r);
         pin_error(t, rc, "pp_pin", PP_PIN_WRITE, k);
@@ -1795,8 +1799,8 @@ static void rewrite(thr_t *t, uint64_t k)
     hpin_t h = { k, d, t->idx, 1, 1 };
     check_pin(t, &h, "before pp_unpin of a rewrite");
     if (has_blk(r))
-        atomic_fetch_sub(&blk_of(d)->pins, 1);
-    atomic_fetch_sub(&r->pins, 1);
+        atomic_fetch_sub_explicit(&blk_of(d)->pins, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
     rc = pp_unpin(g_pool, rec_ref(r));
     if (rc != 0)
         failf(t, "pp_unpin of a pinned entry %" PRIu64 ": %s", k, pp_err_name(rc));
@@ -1969,10 +1973,10 @@ static void op_held(thr_t *t)
             check_pin(t, h, "before pp_unpin_many");
             refs[i] = rec_ref(r);
             if (has_blk(r) && h->ptr != NULL)
-                atomic_fetch_sub(&blk_of(h->ptr)->pins, 1);
+                atomic_fetch_sub_explicit(&blk_of(h->ptr)->pins, 1, memory_order_relaxed);
             if (h->checked)
                 read_untoken(r);
-            atomic_fetch_sub(&r->pins, 1);
+            atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
         }
         int rc = pp_unpin_many(g_pool, refs, (size_t)n);
         if (rc != 0)

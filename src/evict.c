@@ -312,7 +312,13 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
         }
     }
     bool write = !(pw & PP__F_SWAPPED) || (pw & PP__F_DIRTY);
-    uint64_t claimed = (pw | PP__F_EVICTING) & ~(PP__F_DIRTY | (write ? PP__F_SWAPPED : 0));
+    /* The claim clears REF as well as DIRTY: every pin sets REF, so a pin
+     * taken during the write-out changes the word for good, even once it
+     * is dropped again, and the commit below fails (the entry was in use:
+     * it stays).  Were REF left set (a third sweep takes entries with it),
+     * a read pin and its unpin would restore the claimed word exactly. */
+    uint64_t claimed = (pw | PP__F_EVICTING) &
+                       ~(PP__F_DIRTY | PP__F_REF | (write ? PP__F_SWAPPED : 0));
     PP__YIELD(EVICT);
     /* acquire: pairs with the putter's release (data, size, type) and with
      * every unpin's release, so the bytes written are the last ones
@@ -336,8 +342,12 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
         pp__atomic_add_relaxed(&node->swapped_bytes, size);
         pp__atomic_add_relaxed(&node->evict_tail, 1);
         PP__YIELD(EVICT);
-        /* release: publishes the record to the next loader's acquire. */
-        if (pp__atomic_cas_strong_release(&e->pw, &expect, done)) {
+        /* acq_rel: release publishes the record to the next loader's
+         * acquire; acquire takes the release of every unpin made since
+         * the claim read the word (a pin and its unpin in between leave
+         * REF set, which fails this CAS; acquire orders them before the
+         * free all the same, should the word ever come back unchanged). */
+        if (pp__atomic_cas_strong_acq_rel(&e->pw, &expect, done)) {
             /* No pin existed since the claim, and none can start now (the
              * entry is not resident): the memory is ours to free. */
             PP__YIELD(EVICT);

@@ -350,7 +350,10 @@ PP_API int pp_release(pp_pool_t *pool, pp_ref_t ref);
  * Errors: PP_ESTALE (dead, reclaimed or invalid ref), PP_EOVERFLOW
  * (PP_MAX_PINS pins held), PP_EINVAL (unknown flags), PP_EAGAIN (with
  * PP_PIN_NOWAIT, not resident: a load was started or is in progress; or,
- * with PP_PIN_WRITE too, the entry is being written out: no pin is held),
+ * with PP_PIN_WRITE too, the entry is being written out -- also when the
+ * caller already holds a read pin of it, taken while that write-out was
+ * under way: the swap thread may still be reading the bytes; the call
+ * takes no pin),
  * PP_ENOMEM (no room to load it and nothing evictable), PP_EIO (the read
  * failed; the swap copy is kept, a later pin retries), PP_ECORRUPT (the
  * swap copy failed its checksum).

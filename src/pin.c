@@ -77,14 +77,18 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     int rc = pp__begin(pool, ref, &e, &t);
     if (PP__UNLIKELY(rc != 0))
         return rc;
+    /* Tracking (debug mode) may fail to allocate: its record is made before
+     * the pin, so that failure leaves no trace.  Undoing a pin taken first
+     * would leave DIRTY (a write pin) and any load it made. */
+    if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0)
+        return PP_ENOMEM;
     rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
     if (PP__UNLIKELY(rc == PP__SLOW))
         rc = pp__pin_slow(pool, e, ref, flags, true, data);
-    if (PP__UNLIKELY(rc != 0))
+    if (PP__UNLIKELY(rc != 0)) {
+        if (PP__UNLIKELY(pool->track))
+            pp__track_unpin(pool, t, ref);   /* a record of this thread for ref */
         return rc;
-    if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0) {
-        (void)pp__unpin_entry(pool, e, ref, t, false);   /* as if never pinned */
-        return PP_ENOMEM;
     }
     pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     return 0;

@@ -784,6 +784,40 @@ Test(evict, pin_wins_over_eviction_in_progress, .timeout = 60)
     ev_finish(pool, refs, 16);
 }
 
+/* A read pin taken and dropped again while the write-out is frozen still
+ * wins: the entry was used, so the eviction is abandoned and the data
+ * stays where it is (the claim clears the recency bit; the pin sets it). */
+Test(evict, pin_and_unpin_during_eviction_keeps_entry, .timeout = 60)
+{
+    faultdev_t *f;
+    pp_pool_t *pool = ev_pool(SMALL_LIMIT, NULL, &f);
+    pp_ref_t refs[16];
+    void *bufs[16];
+    size_t x = freeze_eviction(pool, f, refs, bufs);
+    uint64_t abandoned0 = STAT_TOTAL(pool, evictions_abandoned);
+
+    void *d = NULL;
+    assert_rc(pp_pin(pool, refs[x], 0, &d), 0);
+    cr_assert_eq(d, bufs[x]);
+    cr_assert(buf_check(d, x, PAGE, ct_seed(x)));
+    assert_rc(pp_unpin(pool, refs[x]), 0);
+    pp_entry_info_t info = test_stat(pool, refs[x]);
+    cr_assert_eq(info.pins, 0);
+    cr_assert(info.state & PP_STATE_EVICTING, "state 0x%x", info.state);
+
+    faultdev_gate_open(f);
+    cr_assert(WAIT_UNTIL(!(state_of(pool, refs[x]) & PP_STATE_EVICTING), TEST_WAIT_MS));
+    cr_assert_gt(STAT_TOTAL(pool, evictions_abandoned), abandoned0);
+    info = test_stat(pool, refs[x]);
+    cr_assert(info.state & PP_STATE_RESIDENT, "state 0x%x", info.state);
+    void *d2 = NULL;
+    assert_rc(pp_pin(pool, refs[x], PP_PIN_NOWAIT, &d2), 0);
+    cr_assert_eq(d2, bufs[x], "the entry was evicted though it was pinned during its write-out");
+    cr_assert(buf_check(d2, x, PAGE, ct_seed(x)));
+    assert_rc(pp_unpin(pool, refs[x]), 0);
+    ev_finish(pool, refs, 16);
+}
+
 /* A write pin of an entry whose write-out is frozen is counted at once but
  * returns only once the swap thread has stopped reading the bytes; then
  * the entry is dirty, and what is written under that pin is what a later

@@ -210,11 +210,12 @@ pinpool_seeded_torture(NAME relaxed_unpin SWAP
     EXPECT "ThreadSanitizer: data race")
 
 # evict_ignores_pin: pinned blocks are evicted; the free function finds the
-# program's pins on the block, the pinner finds freed bytes.
+# program's pins on the block, the pinner finds freed bytes, or a writer
+# finds its write-pinned entry no longer resident.
 pinpool_seeded_torture(NAME evict_ignores_pin SWAP
     KINDS default address thread
     ARGS ${_pp_seed_swap_args}
-    EXPECT "torture: FAIL: .*(freed while the program holds [0-9]+ pin|not a live block|corrupted)|AddressSanitizer: heap-use-after-free|ThreadSanitizer: (data race|heap-use-after-free)")
+    EXPECT "torture: FAIL: .*(freed while the program holds [0-9]+ pin|not a live block|corrupted|pinned for write: .*expected DIRTY and RESIDENT)|AddressSanitizer: heap-use-after-free|ThreadSanitizer: (data race|heap-use-after-free)")
 
 # stale_gen: pins with the refs of reclaimed entries succeed on recycled
 # slots (pp_pin, pp_pin_many) instead of failing with PP_ESTALE.

@@ -91,6 +91,7 @@ _Noreturn void pp__die(const char *file, int line, const char *what);
 
 #define PP__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PP__NOINLINE __attribute__((noinline, cold))
 #define PP__CACHELINE   64
 
 /*

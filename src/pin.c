@@ -100,6 +100,42 @@ int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
     return pp_pin_loc(pool, ref, flags, data, NULL, 0);
 }
 
+/* The unpin of a dead entry (its last owner is gone), off the fast path:
+ * the last pin queues it for its reclaimer, or, with an I/O in flight,
+ * leaves it to whoever ends that I/O (counted in dead_in_io first). */
+static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                      pp__thread_t *t, bool count)
+{
+    uint32_t gen = pp_ref_gen(ref);
+    unsigned n = pp_ref_node(ref);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    uint64_t next;
+    bool held = false;
+    do {
+        if (pp__word_gen(pw) != gen || !(pw & PP__F_LIVE) || pp__pw_pins(pw) == 0) {
+            /* A dead entry without pins is queued or being freed: the ref
+             * is stale, whatever pins it once had. */
+            pp__dead_in_io_note(pool, n, false, &held);
+            return PP_ESTALE;
+        }
+        next = pw - 1u;
+        bool last = pp__pw_pins(next) == 0;
+        if (last && !(pw & PP__F_BUSY))
+            next |= PP__F_QUEUED;
+        pp__dead_in_io_note(pool, n, last && (pw & PP__F_BUSY), &held);
+        PP__YIELD(UNPIN);
+        /* acq_rel: as in pp__unpin_entry; the final unpinner carries every
+         * earlier unpinner's writes on to the reclaimer (its push). */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    if (count)
+        pp__counter_add(&t->count[n].unpins, 1);
+    if (next & PP__F_QUEUED) {
+        PP__YIELD(UNPIN);
+        pp__reclaim_push(pool, n, e, t);
+    }
+    return 0;
+}
+
 /* The unpin transition, without argument checks or tracking; count is
  * false when undoing a pin the caller never saw succeed. */
 static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
@@ -107,28 +143,15 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
 {
     uint32_t gen = pp_ref_gen(ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    uint64_t next;
-    bool held = false;
     do {
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
-            goto stale;
-        if (PP__UNLIKELY(pp__pw_pins(pw) == 0)) {
+            return PP_ESTALE;
+        if (PP__UNLIKELY(pp__pw_pins(pw) == 0))
             /* A dead entry without pins is queued or being freed: the ref
              * is stale, whatever pins it once had. */
-            if (pw & PP__F_DEAD)
-                goto stale;
-            pp__dead_in_io_note(pool, pp_ref_node(ref), false, &held);
-            return PP_ENOTPINNED;
-        }
-        next = pw - 1u;
-        /* With an eviction in progress, the swap thread queues it. */
-        if (PP__UNLIKELY(pp__pw_pins(next) == 0 && (pw & PP__F_DEAD))) {
-            if (!(pw & PP__F_BUSY))
-                next |= PP__F_QUEUED;
-            pp__dead_in_io_note(pool, pp_ref_node(ref), pw & PP__F_BUSY, &held);
-        } else {
-            pp__dead_in_io_note(pool, pp_ref_node(ref), false, &held);
-        }
+            return (pw & PP__F_DEAD) ? PP_ESTALE : PP_ENOTPINNED;
+        if (PP__UNLIKELY(pw & PP__F_DEAD))
+            return pp__unpin_dead(pool, e, ref, t, count);
         PP__YIELD(UNPIN);
 #if PINPOOL_SEED_BUG_RELAXED_UNPIN
         /* SEEDED BUG relaxed_unpin (test builds only): relaxed instead of
@@ -137,25 +160,17 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
          * free after a later release by another thread.  Caught by TSan
          * (data race with the swap thread or the reclaimer) in torture
          * --swap runs. */
-    } while (!pp__atomic_cas_weak_relaxed(&e->pw, &pw, next));
+    } while (!pp__atomic_cas_weak_relaxed(&e->pw, &pw, pw - 1u));
 #else
         /* acq_rel: release publishes the caller's writes to the data to the
-         * next pinner and to the free function; acquire makes the final
-         * unpinner carry every earlier unpinner's writes on to the
-         * reclaimer (through its push). */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+         * next pinner, to the eviction's claim and to the last owner's
+         * kill (which pushes the entry to its reclaimer); acquire, as
+         * before, takes the earlier unpinners' writes along. */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pw - 1u));
 #endif
-    unsigned n = pp_ref_node(ref);
     if (count)
-        pp__counter_add(&t->count[n].unpins, 1);
-    if (PP__UNLIKELY(next & PP__F_QUEUED)) {
-        PP__YIELD(UNPIN);
-        pp__reclaim_push(pool, n, e, t);
-    }
+        pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
     return 0;
-stale:
-    pp__dead_in_io_note(pool, pp_ref_node(ref), false, &held);
-    return PP_ESTALE;
 }
 
 int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)

@@ -87,6 +87,9 @@
 #endif
 #include <pinpool.h>
 
+#define STRESS_PROG "torture"
+#include "stress_common.h"
+
 #include "../tests/support/faultdev.h"   /* --faults: the fault-injecting swap device */
 #include "internal.h"   /* pp__pool_is_valid, pp__swap_path, pp__alloc_fault_hook */
 
@@ -316,29 +319,9 @@ static void failf(const thr_t *t, const char *fmt, ...)
                   (uint64_t)(k));                                              \
     } while (0)
 
-static void oom(void)
-{
-    fprintf(stderr, "torture: out of memory\n");
-    exit(2);
-}
-
 /* ------------------------------------------------------------------------ */
 /* PRNG and contents                                                         */
 /* ------------------------------------------------------------------------ */
-
-static inline uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t mix3(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t x = a ^ (b * 0xD6E8FEB86659FD93ull) ^ (c * 0xA0761D6478BD642Full);
-    return splitmix64(&x);
-}
 
 static inline uint64_t rnd(thr_t *t) { return splitmix64(&t->rng); }
 static inline unsigned rndn(thr_t *t, unsigned n) { return (unsigned)(rnd(t) % n); }
@@ -2134,18 +2117,6 @@ static void usage(FILE *f)
             "                     that may return it (default 1; 5 with --qsbr)\n");
 }
 
-static uint64_t parse_u64(const char *opt, const char *s)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s || *end || s[0] == '-') {
-        fprintf(stderr, "torture: bad value for %s: '%s'\n", opt, s);
-        exit(2);
-    }
-    return (uint64_t)v;
-}
-
 /* A byte count with an optional binary suffix K, M or G; *end past it. */
 static uint64_t parse_size_part(const char *opt, const char *s, const char **endp)
 {
@@ -2184,13 +2155,6 @@ static uint64_t parse_size(const char *opt, const char *s)
         exit(2);
     }
     return v;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void quiet_report(const char *line, void *ctx)
@@ -2464,15 +2428,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
-        const char *eq = strchr(a, '=');
         char name[32];
-        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof name) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = 0;
-            v = eq + 1;
-            a = name;
-        }
-#define ARG() (v ? v : (i + 1 < argc ? argv[++i] : (fprintf(stderr, "torture: %s needs a value\n", a), exit(2), "")))
+        stress_opt_split(&a, &v, name, sizeof name);
+#define ARG() STRESS_ARG()
         if (!strcmp(a, "--threads")) {
             g_threads = (unsigned)parse_u64(a, ARG());
         } else if (!strcmp(a, "--ops")) {

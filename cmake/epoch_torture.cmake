@@ -7,13 +7,7 @@
 # if(PINPOOL_BUILD_STRESS), after PINPOOL_SANITIZER_REGEX, PINPOOL_TEST_ENV
 # and PINPOOL_NUMA4_TOPOLOGY are set.
 
-add_executable(epoch_torture stress/epoch_torture.c)
-set_target_properties(epoch_torture PROPERTIES
-    C_STANDARD 11
-    C_EXTENSIONS ON
-    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/stress)
-target_compile_options(epoch_torture PRIVATE -Wall -Wextra)
-target_link_libraries(epoch_torture PRIVATE pinpool_static pinpool_internal Threads::Threads)
+pinpool_stress_program(epoch_torture stress/epoch_torture.c pinpool_static)
 
 # The real topology with 4 threads (the lagger, 2 QSBR readers, 1 default
 # mode thread), and the 4-node synthetic topology with 8 threads

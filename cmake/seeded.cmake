@@ -92,14 +92,7 @@ function(pinpool_seeded_torture_target name)
         return()
     endif()
     pinpool_seeded_library(${name})
-    add_executable(torture_seeded_${name} stress/torture.c)
-    set_target_properties(torture_seeded_${name} PROPERTIES
-        C_STANDARD 11
-        C_EXTENSIONS ON
-        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/stress)
-    target_compile_options(torture_seeded_${name} PRIVATE -Wall -Wextra)
-    target_link_libraries(torture_seeded_${name} PRIVATE
-        pinpool_seeded_${name} pinpool_internal Threads::Threads)
+    pinpool_stress_program(torture_seeded_${name} stress/torture.c pinpool_seeded_${name})
 endfunction()
 
 # pinpool_seeded_torture(NAME <seed> [TEST <suffix>] [SWAP] [CONTROL]
@@ -238,14 +231,8 @@ pinpool_seeded_torture(NAME no_dirty SWAP
 # reader) or by the sanitizers.  epoch_torture.real is the control.
 if(TARGET epoch_torture AND _pp_seed_kind MATCHES "^(default|address|thread)$")
     pinpool_seeded_library(no_grace)
-    add_executable(epoch_torture_seeded_no_grace stress/epoch_torture.c)
-    set_target_properties(epoch_torture_seeded_no_grace PROPERTIES
-        C_STANDARD 11
-        C_EXTENSIONS ON
-        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/stress)
-    target_compile_options(epoch_torture_seeded_no_grace PRIVATE -Wall -Wextra)
-    target_link_libraries(epoch_torture_seeded_no_grace PRIVATE
-        pinpool_seeded_no_grace pinpool_internal Threads::Threads)
+    pinpool_stress_program(epoch_torture_seeded_no_grace stress/epoch_torture.c
+        pinpool_seeded_no_grace)
     add_test(NAME seeded.no_grace.epoch_torture.caught
         COMMAND epoch_torture_seeded_no_grace --threads 4 --duration 3 --seed 1)
     set_tests_properties(seeded.no_grace.epoch_torture.caught PROPERTIES

@@ -273,7 +273,7 @@ typedef struct pp_options {
 #define PP_PIN_NOWAIT 0x2u   /* PP_EAGAIN instead of waiting for a load */
 
 #define PP_MAX_NODES   64u          /* node domains per pool */
-#define PP_MAX_PINS    0xFFFFFu     /* pins held at once on one entry */
+#define PP_MAX_PINS    0x7FFFFu     /* pins held at once on one entry */
 #define PP_MAX_OWNERS  0xFFFFFFFFu  /* owners of one entry */
 
 /* ------------------------------------------------------------------------ */
@@ -526,6 +526,11 @@ typedef struct pp_node_stats {
     uint64_t grace_polls;        /* epoch polls made by the reclaimer */
     uint64_t slots;              /* table slots allocated on the node */
     uint64_t retired_slots;      /* slots whose generations ran out: never reused */
+    /* Hot entries (see "Hot entries"): */
+    uint64_t hot_entries;        /* entries whose pins are sharded now */
+    uint64_t hot_promotions;     /* entries made hot so far */
+    uint64_t hot_demotions;      /* hot entries back to one counter so far */
+    uint64_t hot_full;           /* promotions not made: all hot slots taken */
     /* Reclaim lag: time from the final unpin/release to the free call. */
     uint64_t lag_count, lag_total_ns, lag_max_ns;
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets

@@ -17,10 +17,10 @@
 /*
  * The pins word `pw` (64 bits):
  *
- *    63                 32 31           20 19                 0
- *   +---------------------+---------------+--------------------+
- *   |     generation      |     flags     |        pins        |
- *   +---------------------+---------------+--------------------+
+ *    63                 32 31                      19 18      0
+ *   +---------------------+---------------------------+--------+
+ *   |     generation      |     flags (WPIN = bit 19)      |  pins  |
+ *   +---------------------+---------------------------+--------+
  *
  * The owners word `ow` (64 bits):
  *
@@ -41,8 +41,8 @@
  *   from                         | event          | to                                | by, order
  *   -----------------------------|----------------|-----------------------------------|---------------------------
  *   FREE (g, no flags)           | put            | LIVE|RESIDENT (g+1), p = 0        | putter, store-release
- *   LIVE|RESIDENT, !DEAD, p<MAX  | pin            | p+1, |REF (|DIRTY with WRITE)     | any thread, CAS-acquire
- *   LIVE, p > 0                  | unpin          | p - 1                             | any thread, CAS-acq_rel
+ *   LIVE|RESIDENT, !DEAD, p<MAX  | pin            | p+1, |REF (|DIRTY|WPIN with WRITE)| any thread, CAS-acquire
+ *   LIVE, p > 0                  | unpin          | p - 1 (-WPIN when p reaches 0)    | any thread, CAS-acq_rel
  *   LIVE|DEAD, p = 1, !BUSY      | unpin          | p = 0, |QUEUED -> push            | final unpinner, CAS-acq_rel
  *   LIVE, !DEAD, owners -> 0     | last release   | |DEAD (|QUEUED if p = 0, !BUSY)   | last releaser, CAS-acq_rel
  *   LIVE|RESIDENT, !DEAD         | get            | |ESCAPED                          | any thread, CAS-acquire
@@ -58,10 +58,17 @@
  *                                |                |   |DIRTY for a pinning loader)    |
  *   LOADING                      | load: fail     | -LOADING (|QUEUED if DEAD, p = 0) | the loader, CAS-acq_rel
  *   LIVE|DEAD|QUEUED, p = 0      | reclaim        | FREE (g), or retired if g = max   | home reclaimer, store-release
+ *   LIVE|RESIDENT, !DEAD, !BUSY, | promote        | |HOT, bits 0..18 = hot slot index | a contended pinner,
+ *     !HOT, !WPIN                |                |   (the p pins go to the slot)     |   CAS-acq_rel
+ *   HOT                          | demote         | -HOT, p = sum of the hot counters | anyone, CAS-acq_rel
  *
  * Transitions of `ow`: put stores (g+1, 1); retain (g, o >= 1) -> o + 1;
  * release (g, o >= 1) -> o - 1.  An entry whose owners reached 0 is dead
  * and `ow` never changes again until the slot is reused.
+ *
+ * While HOT, pins and unpins change the entry's hot counters, not the word
+ * (hot.c); HOT implies LIVE, RESIDENT, !DEAD and !BUSY: the last release,
+ * the eviction hand and a write pin demote the entry before their CAS.
  *
  * Invariants (checked by pp__pool_is_valid):
  *  - QUEUED implies DEAD, LIVE, p = 0 and !BUSY; DEAD implies owners = 0.
@@ -78,7 +85,9 @@
  *  - A FREE slot is never referenced by a queue; a QUEUED slot is in exactly
  *    one reclaim queue or in its reclaimer's epoch-pending list.
  */
-#define PP__PINS_MASK   ((uint64_t)PP_MAX_PINS)         /* bits 0..19 */
+#define PP__PINS_MASK   ((uint64_t)PP_MAX_PINS)         /* bits 0..18 */
+#define PP__F_WPIN      ((uint64_t)1 << 19)  /* a write pin may be held: set by write pins,
+                                                cleared when the count reaches 0 */
 #define PP__F_LIVE      ((uint64_t)1 << 20)  /* the slot holds an entry */
 #define PP__F_RESIDENT  ((uint64_t)1 << 21)  /* data in memory */
 #define PP__F_DEAD      ((uint64_t)1 << 22)  /* last owner released */
@@ -90,6 +99,7 @@
 #define PP__F_LOADING   ((uint64_t)1 << 28)  /* claimed by a loader */
 #define PP__F_REF       ((uint64_t)1 << 29)  /* recency bit: pinned since the hand passed */
 #define PP__F_NOSWAP    ((uint64_t)1 << 30)  /* never evicted: type or size 0 (set by put) */
+#define PP__F_HOT       ((uint64_t)1 << 31)  /* pins counted in hot slot (bits 0..18), hot.c */
 #define PP__F_BUSY      (PP__F_EVICTING | PP__F_LOADING)
 #define PP__GEN_SHIFT   32
 #define PP__OWNERS_MASK ((uint64_t)0xFFFFFFFFu)
@@ -97,6 +107,12 @@
 static inline uint32_t pp__word_gen(uint64_t w) { return (uint32_t)(w >> PP__GEN_SHIFT); }
 static inline uint32_t pp__pw_pins(uint64_t pw) { return (uint32_t)(pw & PP__PINS_MASK); }
 static inline uint32_t pp__ow_owners(uint64_t ow) { return (uint32_t)(ow & PP__OWNERS_MASK); }
+/* The word after one unpin: WPIN goes with the last pin. */
+static inline uint64_t pp__unpin_word(uint64_t pw)
+{
+    uint64_t next = pw - 1u;
+    return (next & PP__PINS_MASK) == 0 ? next & ~PP__F_WPIN : next;
+}
 
 /*
  * One entry: exactly one cache line, so cold entries cost 64 bytes of

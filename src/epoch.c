@@ -87,10 +87,13 @@ int pp__epoch_init(pp_pool_t *pool)
 /* A new record (caller holds reg_lock or is single-threaded). */
 static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
 {
-    pp__thread_t *t = pp__aligned_alloc(PP__CACHELINE, sizeof *t);
+    /* The record and its counters are written by their thread on every
+     * call: each on lines of its own, two lines at a time (the adjacent-line
+     * prefetcher pairs them), so no two threads' counters share one. */
+    pp__thread_t *t = pp__aligned_alloc(PP__PAD, pp__pad(sizeof *t));
     if (t == NULL)
         return NULL;
-    t->count = pp__calloc(pool->nnodes, sizeof *t->count);
+    t->count = pp__aligned_alloc(PP__PAD, pp__pad(pool->nnodes * sizeof *t->count));
     t->mag = pp__calloc(pool->nnodes, sizeof *t->mag);
     if (t->count == NULL || t->mag == NULL) {
         pp__free(t->count);
@@ -141,6 +144,8 @@ static pp__thread_t *pp__thread_register(pp_pool_t *pool)
         t->in_section = false;
         /* Synthetic topologies: spread threads over the nodes. */
         t->node = pp__atomic_add_relaxed(&pool->next_rr, 1u) % pool->nnodes;
+        /* Hot slots: threads take shards in turn (hot.c). */
+        t->shard = pp__atomic_add_relaxed(&pool->next_shard, 1u);
         pp__atomic_store_relaxed(&t->tid, (int)gettid());
     }
     pthread_mutex_unlock(&pool->reg_lock);

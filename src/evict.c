@@ -288,7 +288,16 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if ((pw & PP__F_HOT) && !(pw & (PP__F_ESCAPED | PP__F_NOSWAP))) {
+        /* In use by many threads, or was: back to one word, and a second
+         * chance. */
+        pp__hot_demote(pool, node->index, e);
+        (*spared)++;
+        return 0;
+    }
     for (;;) {
+        if (pw & PP__F_HOT)
+            return 0;                    /* promoted again meanwhile */
 #if PINPOOL_SEED_BUG_EVICT_IGNORES_PIN
         /* SEEDED BUG evict_ignores_pin (test builds only): a pinned entry
          * is claimed too, and the commit (which only asks for the claimed
@@ -302,6 +311,7 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
         if ((pw & (want | bad)) != want || pp__pw_pins(pw) != 0)
             return 0;
 #endif
+
         if (!(pw & PP__F_REF) || ignore_ref)
             break;
         /* relaxed: the recency bit is a hint for the hand; a second
@@ -466,7 +476,8 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
         if (rc == 0) {
             next |= PP__F_RESIDENT | PP__F_REF;
             if (mode == PP__LOAD_PIN && !(pw & PP__F_DEAD)) {
-                next = (next + 1u) | ((flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0);
+                next = (next + 1u) | ((flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0) |
+                       ((flags & PP__PIN_WPIN) ? PP__F_WPIN : 0);
                 pinned = true;
             }
         }
@@ -527,11 +538,19 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
         if (pw & PP__F_RESIDENT) {
             if (!pin)
                 return 0;                /* resident now: the caller goes on */
+            if (pw & PP__F_HOT) {
+                int rc = pp__hot_pin(pool, n, e, gen, flags, t, data);
+                if (rc != PP__RETRY)
+                    return rc;
+                continue;
+            }
             if (pp__pw_pins(pw) == PP_MAX_PINS)
                 return PP_EOVERFLOW;
             if ((flags & PP_PIN_NOWAIT) && (flags & PP_PIN_WRITE) && (pw & PP__F_EVICTING))
                 return PP_EAGAIN;        /* it would wait for the write-out */
-            uint64_t next = (pw + 1u) | PP__F_REF | ((flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0);
+            uint64_t next = (pw + 1u) | PP__F_REF |
+                            ((flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0) |
+                            ((flags & PP__PIN_WPIN) ? PP__F_WPIN : 0);
             PP__YIELD(PIN);
             /* acquire: as in the fast path (pin.c). */
             if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, next))

@@ -17,6 +17,7 @@
  *   swap.c      swap store: records, space, checksums, compression, streams
  *   swapdev.c   the default swap device (files in a private directory)
  *   debug.c     random yields in debug builds (PP__YIELD)
+ *   hot.c       sharded pin counts for contended entries (HOT)
  *
  * Nothing here is exported (the library is built with hidden visibility);
  * tests link the static library and may call pp__* functions.
@@ -93,6 +94,11 @@ _Noreturn void pp__die(const char *file, int line, const char *what);
 #define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PP__NOINLINE __attribute__((noinline, cold))
 #define PP__CACHELINE   64
+/* Data written by one thread and never by another is kept PP__PAD bytes
+ * apart: CPUs prefetch cache lines in adjacent pairs, so two threads
+ * writing neighbouring lines still contend. */
+#define PP__PAD         128
+static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP__PAD - 1); }
 
 /*
  * Random yields (liburcu's DEBUG_YIELD), debug builds only.  PP__YIELD(X)
@@ -160,6 +166,14 @@ static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)
     return ((pp_ref_t)node << 58) | ((pp_ref_t)slot << 32) | gen;
 }
 
+/* One counter of a hot slot, alone on a pair of cache lines (hot.c). */
+typedef struct pp__hot_line {
+    _Atomic uint64_t w;
+} __attribute__((aligned(PP__PAD))) pp__hot_line_t;
+
+#define PP__HOT_CLOSED   ((uint64_t)1 << 31)
+#define PP__HOT_COUNT    ((uint64_t)PP__HOT_CLOSED - 1)
+
 /* Per thread and node counters.  Single writer (the thread), read by stats. */
 typedef struct pp__tcount {
     _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
@@ -183,6 +197,15 @@ typedef struct pp__thread {
     pp__tcount_t *count;                 /* [nnodes] */
     pp__magazine_t *mag;                 /* [nnodes] */
     unsigned node;                       /* home node for synthetic topologies */
+    unsigned shard;                      /* its counter in hot slots (hot.c) */
+    /* Owner-thread only: the last HOT entry it pinned or unpinned, its
+     * word then, its shard's line and the promotion's tag (hot.c). */
+    struct {
+        pp__entry_t *e;
+        uint64_t pw;
+        struct pp__hot_line *line;
+        uint32_t tag;
+    } hc;
     _Atomic int tid;                     /* OS thread id of the current user */
     bool in_use;                         /* under reg_lock */
     bool is_reclaimer;
@@ -217,6 +240,9 @@ typedef struct pp__extent {
 /* ------------------------------------------------------------------------ */
 
 #define PP__LAG_BUCKETS 128
+
+#define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */
+#define PP__HOT_MAX_SHARDS 256u
 
 typedef struct pp__node {
     /* Read-mostly. */
@@ -258,6 +284,13 @@ typedef struct pp__node {
     pthread_t thread;
     bool started;
 
+    /* Hot slots (hot.c): PP__HOT_SLOTS x (1 + pool->hot_shards) lines. */
+    pp__hot_line_t *hot;
+    size_t hot_bytes;
+    _Atomic uint64_t hot_used __attribute__((aligned(PP__CACHELINE)));
+                                         /* bit i: slot i taken (or retired) */
+    _Atomic uint64_t hot_promotions, hot_demotions, hot_full;
+
     /* Swap (evict.c, swap.c); untouched without swap. */
     ck_stack_t load_q __attribute__((aligned(PP__CACHELINE)));  /* async loads */
     struct ck_ec32 io_wake;              /* wakes the swap thread */
@@ -291,6 +324,9 @@ typedef struct pp__pinrec pp__pinrec_t;  /* track.c */
 struct pp_pool {
     uint64_t serial;                     /* unique per pool instance */
     unsigned nnodes;
+    /* dir[n] is nodes[n]->dir, kept here so a lookup is two dependent
+     * loads (directory, segment) before the entry, not three. */
+    pp__entry_t *_Atomic *dir[PP_MAX_NODES];
     pp__node_t *nodes[PP_MAX_NODES];
     bool track;
     size_t mem_limit;
@@ -310,6 +346,14 @@ struct pp_pool {
     struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
     void (*report)(const char *line, void *ctx);
     void *report_ctx;
+
+    /* Hot entries (hot.c); set by the first pp__hot_init. */
+    unsigned hot_shards;                 /* S: a power of two */
+    uint64_t hot_scap, hot_ccap;         /* a shard's and the central counter's
+                                            capacity: S * scap + ccap = PP_MAX_PINS */
+    unsigned hot_after;                  /* failed CASes in one pin before it
+                                            tries to promote (0: never) */
+    _Atomic unsigned next_shard;         /* shards given to threads in turn */
 
     /* Topology (topology.c). */
     hwloc_topology_t topo;
@@ -385,7 +429,7 @@ static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
         return NULL;
     /* acquire: pairs with the segment's release-install, so the zeroed
      * segment is seen before any state word in it. */
-    pp__entry_t *seg = pp__atomic_load_acquire(&pool->nodes[n]->dir[slot >> PP__SEG_SHIFT]);
+    pp__entry_t *seg = pp__atomic_load_acquire(&pool->dir[n][slot >> PP__SEG_SHIFT]);
     if (PP__UNLIKELY(seg == NULL))
         return NULL;
     return &seg[slot & (PP__SEG_SLOTS - 1)];
@@ -407,6 +451,12 @@ struct pp__tls_node {
     struct pp__tls_node *next;
 };
 pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
+/* The calling thread's record if it is the one it used last, else NULL. */
+static inline pp__thread_t *pp__thread_cached(pp_pool_t *pool)
+{
+    struct pp__tls_node *n = pp__tls_last;
+    return PP__LIKELY(n != NULL && n->serial == pool->serial) ? n->t : NULL;
+}
 /* The calling thread's record for pool, registering it on first use.
  * NULL only if that one-time registration could not allocate. */
 static inline pp__thread_t *pp__thread_get(pp_pool_t *pool)
@@ -523,6 +573,51 @@ void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
 /* Whether entries of this type can be evicted. */
 bool pp__type_swappable(const pp_type_t *type);
 
+/* hot.c -- see there.  Internal results besides 0 and PP_E*: */
+#define PP__SLOW  1   /* pin: not resident, or a write pin meets an eviction */
+#define PP__HOT   2   /* pin/unpin: the entry is HOT: pp__hot_pin/unpin */
+#define PP__RETRY 3   /* hot pin/unpin: no longer HOT, do it on the word */
+#define PP__PIN_WPIN 0x100u  /* pin flag (internal): set WPIN, not DIRTY (pp_pin_many) */
+static inline unsigned pp__hot_index(uint64_t pw) { return (unsigned)(pw & PP__PINS_MASK); }
+/* The fast path of a hot pin (inc 1) or unpin (inc -1): one CAS on the
+ * caller's shard, if e's word is still the one the thread last saw (so the
+ * cached line and tag are that promotion's: a later promotion has a larger
+ * tag, and the CAS checks it).  false: nothing done, take pp__hot_pin or
+ * pp__hot_unpin. */
+static inline bool pp__hot_fast(pp__thread_t *t, pp__entry_t *e, uint64_t pw, int inc,
+                                uint64_t cap)
+{
+    if (t->hc.e != e || t->hc.pw != pw)
+        return false;
+    _Atomic uint64_t *l = &t->hc.line->w;
+    uint64_t w = pp__atomic_load_relaxed(l);
+    while ((uint32_t)(w >> 32) == t->hc.tag && !(w & PP__HOT_CLOSED) &&
+           (inc > 0 ? (w & PP__HOT_COUNT) < cap : (w & PP__HOT_COUNT) != 0)) {
+        PP__YIELD(PIN);
+        /* acq_rel: a pin's acquire and an unpin's release, as in
+         * pp__hot_pin and pp__hot_take (hot.c). */
+        if (pp__atomic_cas_weak_acq_rel(l, &w, w + (uint64_t)(int64_t)inc))
+            return true;
+    }
+    return false;
+}
+int pp__hot_init(pp_pool_t *pool, pp__node_t *node);
+void pp__hot_free(pp_pool_t *pool, pp__node_t *node);
+/* Tries to make e HOT (a pin met contention); does nothing if it cannot. */
+void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen);
+/* Ends the HOT mode of e, helping anyone else at it. */
+void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e);
+/* Pin and unpin of a HOT entry: 0, PP_ESTALE, or PP__RETRY (not HOT: do
+ * it on the word).  A write pin demotes and returns PP__RETRY. */
+int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                unsigned flags, pp__thread_t *t, void **data);
+int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                  pp__thread_t *t);
+/* The pins e holds: the word's count, or a snapshot of its hot counters. */
+uint32_t pp__hot_pins(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t pw);
+/* Hot slots taken on node n. */
+unsigned pp__hot_in_use(pp_pool_t *pool, unsigned n);
+
 /* stats.c */
 unsigned pp__lag_bucket(uint64_t ns);
 uint64_t pp__lag_bucket_upper(unsigned b);
@@ -541,6 +636,12 @@ int pp__pool_create_dev(const pp_options_t *opt, struct pp__swapdev *dev, pp_poo
 /* The swap copy of a live entry: its stream offset and stored length.
  * PP_ESTALE, or PP_EAGAIN if it has no copy.  Tests only. */
 int pp__debug_swap_where(pp_pool_t *pool, pp_ref_t ref, uint64_t *off, uint64_t *len);
+/* op > 0: tries to make ref's entry HOT (only while it holds no pin);
+ * op == 0: ends its HOT mode; op < 0: only asks.  Returns 1 if it is HOT
+ * now, 0 if not, PP_ESTALE.  Tests only. */
+int pp__debug_hot(pp_pool_t *pool, pp_ref_t ref, int op);
+/* Failed CASes in one pin before it tries to promote (0: never; default 2). */
+void pp__debug_hot_after(pp_pool_t *pool, unsigned fails);
 /* The pool's private swap directory ("" without swap). */
 const char *pp__swap_path(pp_pool_t *pool);
 

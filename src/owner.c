@@ -82,10 +82,17 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint64_t next;
     bool held = false;
-    do {
+    for (;;) {
         /* Owners just reached 0 by our CAS: nobody else can kill or
          * recycle this entry, so the generation must still match. */
         PP__CHECK(pp__word_gen(pw) == gen && (pw & PP__F_LIVE) && !(pw & PP__F_DEAD));
+        if (pw & PP__F_HOT) {
+            /* The final unpin is found on the word only; a promotion needs
+             * !DEAD, so none comes after our CAS. */
+            pp__hot_demote(pool, n, e);
+            pw = pp__atomic_load_relaxed(&e->pw);
+            continue;
+        }
         next = pw | PP__F_DEAD;
         /* With an I/O in flight, whoever ends it queues the entry. */
         if (pp__pw_pins(pw) == 0 && !(pw & PP__F_BUSY))
@@ -95,7 +102,9 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         /* acq_rel: release hands our writes to the reclaimer (through the
          * push) or to the final unpinner; acquire takes the unpinners'
          * writes so the push below carries them on. */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+        if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next))
+            break;
+    }
     if (next & PP__F_QUEUED) {
         PP__YIELD(OWNER);
         pp__reclaim_push(pool, n, e, t);
@@ -145,6 +154,7 @@ int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out
     pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
     if (e == NULL || gen == 0 || out == NULL)
         return PP_EINVAL;
+    pp__hot_demote(pool, pp_ref_node(ref), e);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint64_t ow = pp__atomic_load_relaxed(&e->ow);
     if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) || (pw & PP__F_DEAD) ||

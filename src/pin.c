@@ -15,13 +15,21 @@
 static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                   pp__thread_t *t, bool count);
 
-#define PP__SLOW 1   /* not resident, or a write pin meets an eviction */
-
-/* The pin transition; returns 0, an error, or PP__SLOW (nothing done: the
- * caller takes pp__pin_slow), *data set on success. */
-static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
-                                void **data)
+/* A pin whose CAS failed pool->hot_after times: the entry is contended,
+ * try to make it HOT (hot.c). */
+static PP__NOINLINE void pp__pin_contended(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
+    pp__hot_promote(pool, pp_ref_node(ref), e, pp_ref_gen(ref));
+}
+
+/* The pin transition on the word; returns 0, an error, PP__SLOW (the caller
+ * takes pp__pin_slow) or PP__HOT (the caller takes pp__hot_pin), nothing
+ * done unless 0; *data set on success. */
+static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                unsigned flags, void **data)
+{
+    uint32_t gen = pp_ref_gen(ref);
+    unsigned fails = 0;
 #if PINPOOL_SEED_BUG_NO_DIRTY
     /* SEEDED BUG no_dirty (test builds only): a write pin (fast path) does
      * not mark the entry DIRTY, so a rewrite of an entry that still has a
@@ -29,12 +37,13 @@ static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
      * brings back the old bytes.  Caught by torture in every build: its
      * rewrite checks pp_stat shows DIRTY under the write pin, and with
      * --swap its load and pin content checks find the lost version. */
-    uint64_t dirty = 0;
+    uint64_t dirty = (flags & (PP_PIN_WRITE | PP__PIN_WPIN)) ? PP__F_WPIN : 0;
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
 #else
-    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY : 0;
+    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN :
+                     (flags & PP__PIN_WPIN) ? PP__F_WPIN : 0;
     /* A write pin must not write while the swap thread reads the bytes. */
-    uint64_t slow = dirty ? PP__F_EVICTING : 0;
+    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
 #endif
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
@@ -51,6 +60,8 @@ static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
                          (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
             return PP_ESTALE;
 #endif
+        if (PP__UNLIKELY(pw & PP__F_HOT))
+            return PP__HOT;
         if (PP__UNLIKELY(!(pw & PP__F_RESIDENT) || (pw & slow)))
             return PP__SLOW;
         if (PP__UNLIKELY(pp__pw_pins(pw) == PP_MAX_PINS))
@@ -61,14 +72,46 @@ static inline int pp__pin_entry(pp__entry_t *e, uint32_t gen, unsigned flags,
          * made to it under earlier pins are visible to the caller.  The
          * changed word (count, REF) also makes any eviction in progress
          * fail its commit: a pin always wins. */
-    } while (!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF));
+        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF))
+            break;
+        if (PP__UNLIKELY(++fails == pool->hot_after)) {
+            pp__pin_contended(pool, e, ref);
+            pw = pp__atomic_load_relaxed(&e->pw);
+        }
+    } while (true);
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
     return 0;
 }
 
-int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
-               const char *file, int line)
+/* A pin on the word or, for a HOT entry, on its hot counters.  hflags are
+ * the flags the hot path sees: with PP_PIN_WRITE it demotes the entry, and
+ * the pin is taken on the word (pp_pin_many pins without PP_PIN_WRITE on
+ * the word, but must not pin a written entry hot). */
+static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                              unsigned flags, unsigned hflags, pp__thread_t *t,
+                              void **data)
+{
+    int rc = pp__pin_entry(pool, e, ref, flags, data);
+    if (rc == PP__HOT && !(hflags & PP_PIN_WRITE) &&
+        pp__hot_fast(t, e, pp__atomic_load_relaxed(&e->pw), 1, pool->hot_scap)) {
+        if (data != NULL)
+            *data = e->data;
+        return 0;
+    }
+    while (PP__UNLIKELY(rc == PP__HOT)) {
+        rc = pp__hot_pin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), hflags, t, data);
+        if (rc == PP__RETRY)
+            rc = pp__pin_entry(pool, e, ref, flags, data);
+    }
+    return rc;
+}
+
+/* Every pin that the fast path below does not finish: the full checks,
+ * tracking, the first call of a thread, loads.  The fast path has had no
+ * effect when it comes here. */
+static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                     void **data, const char *file, int line)
 {
     if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0))
         return PP_EINVAL;
@@ -82,7 +125,7 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
      * would leave DIRTY (a write pin) and any load it made. */
     if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0)
         return PP_ENOMEM;
-    rc = pp__pin_entry(e, pp_ref_gen(ref), flags, data);
+    rc = pp__pin_any(pool, e, ref, flags, flags, t, data);
     if (PP__UNLIKELY(rc == PP__SLOW))
         rc = pp__pin_slow(pool, e, ref, flags, true, data);
     if (PP__UNLIKELY(rc != 0)) {
@@ -92,6 +135,24 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     }
     pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     return 0;
+}
+
+int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
+               const char *file, int line)
+{
+    /* The fast path: a resident entry, a registered thread, no tracking.
+     * It makes no call, so it saves no registers; anything else goes to
+     * pp__pin_full, which starts over (a failed pp__pin_entry did nothing). */
+    if (PP__LIKELY(pool != NULL && (flags & ~PP__PIN_FLAGS) == 0 && !pool->track)) {
+        pp__entry_t *e = pp__lookup(pool, ref);
+        pp__thread_t *t = pp__thread_cached(pool);
+        if (PP__LIKELY(e != NULL && t != NULL &&
+                       pp__pin_any(pool, e, ref, flags, flags, t, data) == 0)) {
+            pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
+            return 0;
+        }
+    }
+    return pp__pin_full(pool, ref, flags, data, file, line);
 }
 
 #undef pp_pin
@@ -118,7 +179,7 @@ static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t
             pp__dead_in_io_note(pool, n, false, &held);
             return PP_ESTALE;
         }
-        next = pw - 1u;
+        next = pp__unpin_word(pw);
         bool last = pp__pw_pins(next) == 0;
         if (last && !(pw & PP__F_BUSY))
             next |= PP__F_QUEUED;
@@ -143,9 +204,21 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
 {
     uint32_t gen = pp_ref_gen(ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    do {
+    for (;;) {
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
             return PP_ESTALE;
+        if (PP__UNLIKELY(pw & PP__F_HOT)) {
+            if (pp__hot_fast(t, e, pw, -1, 0))
+                break;
+            int rc = pp__hot_unpin(pool, pp_ref_node(ref), e, gen, t);
+            if (rc != PP__RETRY) {
+                if (rc == 0 && count)
+                    pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
+                return rc;
+            }
+            pw = pp__atomic_load_relaxed(&e->pw);
+            continue;
+        }
         if (PP__UNLIKELY(pp__pw_pins(pw) == 0))
             /* A dead entry without pins is queued or being freed: the ref
              * is stale, whatever pins it once had. */
@@ -160,14 +233,17 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
          * free after a later release by another thread.  Caught by TSan
          * (data race with the swap thread or the reclaimer) in torture
          * --swap runs. */
-    } while (!pp__atomic_cas_weak_relaxed(&e->pw, &pw, pw - 1u));
+        if (pp__atomic_cas_weak_relaxed(&e->pw, &pw, pp__unpin_word(pw)))
+            break;
 #else
         /* acq_rel: release publishes the caller's writes to the data to the
          * next pinner, to the eviction's claim and to the last owner's
          * kill (which pushes the entry to its reclaimer); acquire, as
          * before, takes the earlier unpinners' writes along. */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pw - 1u));
+        if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw)))
+            break;
 #endif
+    }
     if (count)
         pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
     return 0;
@@ -184,7 +260,7 @@ int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
     return rc;
 }
 
-int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
+static PP__NOINLINE int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
 {
     if (PP__UNLIKELY(pool == NULL))
         return PP_EINVAL;
@@ -192,6 +268,19 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
     if (PP__UNLIKELY(t == NULL))
         return PP_ENOMEM;
     return pp__unpin(pool, ref, t);
+}
+
+int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
+{
+    /* The fast path: a registered thread, no tracking; anything else goes
+     * to pp__unpin_full. */
+    if (PP__LIKELY(pool != NULL && !pool->track)) {
+        pp__entry_t *e = pp__lookup(pool, ref);
+        pp__thread_t *t = pp__thread_cached(pool);
+        if (PP__LIKELY(e != NULL && t != NULL))
+            return pp__unpin_entry(pool, e, ref, t, true);
+    }
+    return pp__unpin_full(pool, ref);
 }
 
 /* Drops the first k pins taken by pp_pin_many_loc, uncounted. */
@@ -238,9 +327,10 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
      * trace (counts, flags), so the effects come only after all succeeded. */
     for (size_t i = 0; i < n; i++) {
         pp__entry_t *e = pp__lookup(pool, refs[i]);
-        unsigned f = flags & ~PP_PIN_WRITE;
+        /* WPIN (not DIRTY) already: no promotion while we may write. */
+        unsigned f = (flags & ~PP_PIN_WRITE) | ((flags & PP_PIN_WRITE) ? PP__PIN_WPIN : 0);
         void **d = data != NULL ? &data[i] : NULL;
-        int rc = e == NULL ? PP_ESTALE : pp__pin_entry(e, pp_ref_gen(refs[i]), f, d);
+        int rc = e == NULL ? PP_ESTALE : pp__pin_any(pool, e, refs[i], f, flags, t, d);
         if (rc == PP__SLOW)
             rc = pp__pin_slow(pool, e, refs[i], f, true, d);
         if (rc != 0) {
@@ -316,10 +406,18 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
         pp__entry_t *e = pp__lookup(pool, refs[i]);
         if (e == NULL)
             return PP_ESTALE;
+        unsigned node = pp_ref_node(refs[i]);
         uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+        if (pp__word_gen(pw) == pp_ref_gen(refs[i]) && (pw & PP__F_HOT) &&
+            pp__hot_pins(pool, node, e, pw) < times) {
+            /* A snapshot of the hot counters may miss pins that move
+             * between them: only the word's count is exact. */
+            pp__hot_demote(pool, node, e);
+            pw = pp__atomic_load_relaxed(&e->pw);
+        }
         if (pp__word_gen(pw) != pp_ref_gen(refs[i]) || !(pw & PP__F_LIVE))
             return PP_ESTALE;
-        if (pp__pw_pins(pw) < times)
+        if (pp__hot_pins(pool, node, e, pw) < times)
             return (pw & PP__F_DEAD) && pp__pw_pins(pw) == 0 ? PP_ESTALE : PP_ENOTPINNED;
     }
     int first_err = 0;

@@ -26,6 +26,11 @@ static pp__node_t *pp__node_new(pp_pool_t *pool, unsigned n)
         pp__node_free(pool, node, sizeof *node);
         return NULL;
     }
+    if (pp__hot_init(pool, node) != 0) {
+        pp__table_free(pool, node);
+        pp__node_free(pool, node, sizeof *node);
+        return NULL;
+    }
     if (!bound)
         pp__atomic_store_relaxed(&node->mem_bound, 0);
     return node;
@@ -41,6 +46,7 @@ static void pp__pool_free(pp_pool_t *pool)
         pp__node_t *node = pool->nodes[n];
         if (node == NULL)
             continue;
+        pp__hot_free(pool, node);
         pp__table_free(pool, node);
         pp__node_free(pool, node, sizeof *node);
         pool->nodes[n] = NULL;
@@ -84,6 +90,7 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
         return PP_ENOMEM;
     }
     pool->serial = pp__atomic_add_relaxed(&pp__next_serial, 1);
+    pool->hot_after = 2;
     pool->mem_limit = opt->mem_limit;
     pool->swap = swap;
     pool->dev = dev;                     /* closed by pp__pool_free from here on */
@@ -164,6 +171,12 @@ static void pp__find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     struct pp__pinned_scan *scan = arg;
     /* acquire: pairs with the putter's release (slot field initialised). */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    if (pw & PP__F_HOT) {
+        /* No call runs: the hot counters go back to the word, exact. */
+        pp__hot_demote(pool, n, e);
+        /* acquire: as above. */
+        pw = pp__atomic_load_acquire(&e->pw);
+    }
     if (!(pw & PP__F_LIVE) || pp__pw_pins(pw) == 0)
         return;
     pp_ref_t ref = pp__ref_make(n, e->slot, pp__word_gen(pw));
@@ -265,18 +278,28 @@ struct pp__valid_scan {
 
 static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
-    (void)pool;
-    (void)n;
     struct pp__valid_scan *v = arg;
     /* acquire: pairs with the last writer's release of each word, so a
      * validation run after the pool's users stopped sees their final state. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     uint64_t ow = pp__atomic_load_acquire(&e->ow);
     bool live = pw & PP__F_LIVE, dead = pw & PP__F_DEAD, queued = pw & PP__F_QUEUED;
+    if (pw & PP__F_HOT) {
+        /* HOT: alive, resident, no I/O, a hot slot that is taken. */
+        if (!live || dead || queued || !(pw & PP__F_RESIDENT) || (pw & PP__F_BUSY) ||
+            (pw & PP__F_WPIN) ||
+            pp__hot_index(pw) >= PP__HOT_SLOTS ||
+            !(pp__atomic_load_relaxed(&pool->nodes[n]->hot_used) &
+              ((uint64_t)1 << pp__hot_index(pw))))
+            v->ok = false;
+        return;
+    }
     if (!live && (pw & ~((uint64_t)UINT32_MAX << PP__GEN_SHIFT)) != 0)
         v->ok = false;                      /* a free slot has no flags, no pins */
     if (queued && (!dead || pp__pw_pins(pw) != 0))
         v->ok = false;
+    if ((pw & PP__F_WPIN) && pp__pw_pins(pw) == 0)
+        v->ok = false;                      /* WPIN goes with the last pin */
     if (live && pp__word_gen(pw) == pp__word_gen(ow) && dead != (pp__ow_owners(ow) == 0))
         v->ok = false;                      /* dead exactly when owners reached 0 */
     if (live && pp__word_gen(pw) == 0)

@@ -76,7 +76,7 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
         out->size = e->size;
         out->type = e->type;
         out->node = pp_ref_node(ref);
-        out->pins = pp__pw_pins(pw);
+        out->pins = pp__hot_pins(pool, pp_ref_node(ref), e, pw);
         out->owners = pp__word_gen(ow) == pp_ref_gen(ref) ? pp__ow_owners(ow) : 0;
         out->state = ((pw & PP__F_RESIDENT) ? PP_STATE_RESIDENT : 0) |
                      ((pw & PP__F_ESCAPED) ? PP_STATE_ESCAPED : 0) |
@@ -119,6 +119,10 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->grace_polls += from->grace_polls;
     to->slots += from->slots;
     to->retired_slots += from->retired_slots;
+    to->hot_entries += from->hot_entries;
+    to->hot_promotions += from->hot_promotions;
+    to->hot_demotions += from->hot_demotions;
+    to->hot_full += from->hot_full;
     to->lag_count += from->lag_count;
     to->lag_total_ns += from->lag_total_ns;
     if (from->lag_max_ns > to->lag_max_ns)
@@ -182,6 +186,10 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
         s->retired_slots = pp__atomic_load_relaxed(&node->retired_slots);
+        s->hot_entries = pp__hot_in_use(pool, n);
+        s->hot_promotions = pp__atomic_load_relaxed(&node->hot_promotions);
+        s->hot_demotions = pp__atomic_load_relaxed(&node->hot_demotions);
+        s->hot_full = pp__atomic_load_relaxed(&node->hot_full);
         s->reclaimer_tid = pp__atomic_load_relaxed(&node->tid);
         s->cpu_bound = pp__atomic_load_relaxed(&node->cpu_bound);
         s->mem_bound = pp__atomic_load_relaxed(&node->mem_bound);

@@ -34,6 +34,7 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
                                PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
     if (node->dir == NULL)
         return PP_ENOMEM;
+    pool->dir[node->index] = node->dir;
     pp__atomic_store_relaxed(&node->mem_bound, bound);
     ck_stack_init(&node->free_slots);
     pp__atomic_store_relaxed(&node->next_slot, 0);
@@ -51,6 +52,7 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node)
     }
     pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
     node->dir = NULL;
+    pool->dir[node->index] = NULL;
 }
 
 /* Makes sure segment s of node exists. */

@@ -131,6 +131,8 @@ static unsigned g_timeout_s = 300;
 static double g_duration_s;         /* --duration: stop after this long (0: run all ops) */
 static unsigned g_faults;           /* --faults N: 1 in N allocations and device calls fail */
 static unsigned g_yield;            /* --yield N: debug builds yield 1 in N at race points */
+static int g_hot = 1;               /* hot entries: promote on the first contention, and
+                                       at random (--no-hot: never) */
 static faultdev_t *g_fd;            /* the fault device (--faults with --swap) */
 static _Atomic int g_faults_armed;  /* allocation faults on (after every worker registered) */
 static _Atomic uint64_t g_alloc_calls, g_alloc_faults;
@@ -1867,6 +1869,13 @@ static void use_entry(thr_t *t, uint64_t k)
         break;
     case U_STAT:
         stat_live(t, k, 0);
+        if (g_hot && rndn(t, 2) == 0) {
+            /* Promote (if no write pin may be held) or demote, while other
+             * threads pin, unpin, write and release the entry. */
+            int rc = pp__debug_hot(g_pool, rec_ref(r), (int)rndn(t, 2));
+            if (rc < 0)
+                failf(t, "pp__debug_hot of a live entry %" PRIu64 ": %s", k, pp_err_name(rc));
+        }
         break;
     case U_PREFETCH: {
         int rc = pp_prefetch(g_pool, rec_ref(r));
@@ -2103,6 +2112,8 @@ static void usage(FILE *f)
             "                     and no data may be lost or come back wrong\n"
             "  --yield N          debug builds: yield 1 in N times at the race points of\n"
             "                     pin, unpin, release, eviction, load and reclaim\n"
+            "  --no-hot           never make entries hot (default: a pin promotes on its\n"
+            "                     first failed CAS, and stats promote and demote at random)\n"
             "  --verbose          progress and per-operation counts\n"
             "  --entry-size R     entry sizes: N, or MIN-MAX (suffixes K, M; default\n"
             "                     16-4096 uniform; with --swap 2K-64K log-uniform)\n"
@@ -2453,6 +2464,8 @@ int main(int argc, char **argv)
             g_faults = (unsigned)parse_u64(a, ARG());
         } else if (!strcmp(a, "--yield")) {
             g_yield = (unsigned)parse_u64(a, ARG());
+        } else if (!strcmp(a, "--no-hot")) {
+            g_hot = 0;
         } else if (!strcmp(a, "--track")) {
             g_track = 1;
         } else if (!strcmp(a, "--qsbr")) {
@@ -2678,6 +2691,8 @@ int main(int argc, char **argv)
     }
     if (g_faults)
         pp__alloc_fault_hook(alloc_fault, NULL);
+    if (rc == 0)
+        pp__debug_hot_after(g_pool, g_hot ? 1 : 0);
     if (rc != 0) {
         printf("torture: FAIL: pp_pool_create(topology %s%s%s): %s [seed=%" PRIu64 " thread=main]\n",
                g_topology ? g_topology : "NULL", g_swap ? ", swap_dir " : "",
@@ -3082,12 +3097,14 @@ int main(int argc, char **argv)
            "puts=%" PRIu64 " frees=%" PRIu64 " pins=%" PRIu64 " unpins=%" PRIu64
            " retains=%" PRIu64 " releases=%" PRIu64 " gets=%" PRIu64 " stale_checks=%" PRIu64
            " entries=%" PRIu64 " resident_bytes=%" PRIu64 " queue_depth=%" PRIu64
-           " lag_p50_us=%.1f lag_p99_us=%.1f lag_max_us=%.1f",
+           " lag_p50_us=%.1f lag_p99_us=%.1f lag_max_us=%.1f hot_promotions=%" PRIu64
+           " hot_demotions=%" PRIu64,
            failed ? "FAIL" : "PASS", g_seed, ops_done, g_threads, secs, g_nnodes,
            st->total.puts, st->total.frees, st->total.pins, st->total.unpins, st->total.retains,
            st->total.releases, st->total.gets, stale, st->total.entries,
            st->total.resident_bytes, st->total.reclaim_queue_depth, st->total.lag_p50_ns / 1e3,
-           st->total.lag_p99_ns / 1e3, st->total.lag_max_ns / 1e3);
+           st->total.lag_p99_ns / 1e3, st->total.lag_max_ns / 1e3, st->total.hot_promotions,
+           st->total.hot_demotions);
     if (g_swap)
         printf(" writes=%" PRIu64 " evictions_written=%" PRIu64 " evictions_clean=%" PRIu64
                " evictions_abandoned=%" PRIu64 " loads=%" PRIu64 " load_waits=%" PRIu64

@@ -1,0 +1,382 @@
+/*
+ * hot.c -- sharded pin counts for contended entries.
+ *
+ * One counter per entry is the right thing for almost every entry, but when
+ * every worker pins the same entry (a broadcast input of a task graph) its
+ * cache line moves from core to core on every pin and unpin, and throughput
+ * falls below that of one thread.  Such an entry is made HOT: its pins are
+ * counted in one of its node's hot slots, a central counter and S shards
+ * (one cache line each), each thread counting on its own shard.  Cold
+ * entries keep their one word (entry.h); this is the mode switch of Linux's
+ * percpu_ref, without its RCU read sections: every counter word carries the
+ * tag of the promotion it counts for, so a change is validated in the same
+ * compare-and-swap that makes it, as the generation validates a pin.
+ *
+ * A hot slot (node->hot, PP__HOT_SLOTS per node), S + 1 cache lines:
+ *
+ *   central, shard[0], ..., shard[S-1]:   tag:32 | CLOSED:1 | count:31
+ *
+ * The entry's pins word holds HOT and the slot index in place of its count
+ * (entry.h).  The slot's tag (in its central word) is the slot's promotion
+ * sequence: it grows by one per promotion and a slot whose tag would wrap is
+ * retired, so a counter word of an earlier promotion never validates.
+ *
+ *   promote  (pp__hot_promote; a pinner that met contention): only while no
+ *            write pin may be held (!WPIN: a write pin sets it, the unpin
+ *            that takes the count to 0 clears it), and the entry is
+ *            resident, alive, not being evicted or loaded.  Takes a free
+ *            slot, stores its shards (tag+1, 0) and central counter (tag+1,
+ *            p), then CAS pw: count p -> HOT | slot.  Every pin counted in
+ *            the slot is then a read pin (a write pin demotes the entry
+ *            first), so no write needs ordering from one shard to another:
+ *            a write pin's unpin always releases on the word.
+ *   pin      (pp__hot_pin): one CAS on the caller's shard, (tag, open,
+ *            c < cap) -> c + 1; a full or closed shard: the central counter;
+ *            both unusable: help demote, then pin the cold way.
+ *   unpin    (pp__hot_unpin): one CAS on a counter that holds at least one
+ *            pin: the caller's shard, else the central one, else any shard;
+ *            counts are interchangeable, no counter goes below 0.  If none
+ *            holds a pin: demote, then the exact check of a cold unpin
+ *            (PP_ENOTPINNED is only ever decided on the one word).
+ *   demote   (pp__hot_demote; a write pin, the last release, the eviction
+ *            hand, an overflow, a failed unpin, destroy): close every shard,
+ *            then the central counter (CAS open -> CLOSED, the count kept),
+ *            sum the frozen counts and CAS pw: HOT | slot -> the sum.  Any
+ *            number of threads may demote at once: each close is a CAS, the
+ *            sum of closed words is the same for all, and one CAS on pw
+ *            wins; its winner frees the slot.  Lock-free: a thread that
+ *            finds a closed counter helps instead of waiting.
+ *
+ * Totals never exceed PP_MAX_PINS: a shard holds at most pool->hot_scap pins
+ * and the central counter at most pool->hot_ccap, with
+ * S * hot_scap + hot_ccap == PP_MAX_PINS; a pin that finds both full
+ * demotes and meets the exact limit of the cold word.
+ *
+ * Memory ordering.  Promotion's CAS on pw is acq_rel: it publishes the
+ * counters' initial words to pinners, whose acquire load of pw sees HOT.
+ * A hot pin acquires on its counter (as a cold pin does); a hot unpin
+ * releases on its counter, and each close acquires that counter, so every
+ * unpin happens before the demotion's CAS on pw (acq_rel), and through it
+ * before a later final unpin, eviction or free.  Writes to the data happen
+ * only under write pins, which are never counted hot.
+ */
+#include <ck_pr.h>
+
+#include "internal.h"
+
+static inline uint32_t pp__hot_tag(uint64_t w) { return (uint32_t)(w >> 32); }
+static inline uint64_t pp__hot_count(uint64_t w) { return w & PP__HOT_COUNT; }
+static inline uint64_t pp__hot_word(uint32_t tag, uint64_t count)
+{
+    return ((uint64_t)tag << 32) | count;
+}
+
+/* Line 0 of slot i is its central counter, lines 1..S its shards. */
+static inline pp__hot_line_t *pp__hot_slot(pp_pool_t *pool, pp__node_t *node, unsigned i)
+{
+    return &node->hot[(size_t)i * (pool->hot_shards + 1u)];
+}
+
+int pp__hot_init(pp_pool_t *pool, pp__node_t *node)
+{
+    if (pool->hot_shards == 0) {
+        /* At least 16, and two per CPU: threads get shards in turn. */
+        unsigned s = 16;
+        while (s < 2u * (unsigned)pool->ncpus && s < PP__HOT_MAX_SHARDS)
+            s *= 2;
+        pool->hot_shards = s;
+        pool->hot_scap = ((uint64_t)PP_MAX_PINS + 1) / 2 / s;
+        pool->hot_ccap = PP_MAX_PINS - (uint64_t)s * pool->hot_scap;
+    }
+    bool bound;
+    node->hot_bytes = (size_t)PP__HOT_SLOTS * (pool->hot_shards + 1u) * sizeof(pp__hot_line_t);
+    node->hot = pp__node_alloc(pool, node->index, node->hot_bytes, &bound);
+    return node->hot != NULL ? 0 : PP_ENOMEM;
+}
+
+void pp__hot_free(pp_pool_t *pool, pp__node_t *node)
+{
+    if (node->hot != NULL)
+        pp__node_free(pool, node->hot, node->hot_bytes);
+    node->hot = NULL;
+}
+
+/* The slot of a HOT word and its tag, read consistently: the tag is read
+ * between two identical reads of pw, so it is the tag of the promotion pw
+ * shows, or one no counter carries any more (its CASes fail).  false: pw
+ * changed; *pw is the new word (acquire, see pp__hot_pin). */
+static inline bool pp__hot_find(pp_pool_t *pool, unsigned n, pp__entry_t *e,
+                                uint64_t *pw, pp__hot_line_t **lines, uint32_t *tag)
+{
+    *lines = pp__hot_slot(pool, pool->nodes[n], pp__hot_index(*pw));
+    /* acquire: with the acquire of pw, orders the reads of the counters
+     * after this read of the tag. */
+    uint64_t c = pp__atomic_load_acquire(&(*lines)[0].w);
+    /* acquire: pairs with the promotion's release (the counters' words). */
+    uint64_t again = pp__atomic_load_acquire(&e->pw);
+    if (again != *pw) {
+        *pw = again;
+        return false;
+    }
+    *tag = pp__hot_tag(c);
+    return true;
+}
+
+/* Ends the HOT mode of e (any promotion of it), helping whoever else is at
+ * it.  Returns when e's word is no longer HOT -- or is HOT again by a later
+ * promotion, which the caller's retry sees. */
+void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
+{
+    pp__node_t *node = pool->nodes[n];
+    const unsigned S = pool->hot_shards;
+    /* acquire: pairs with the promotion's release. */
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    while (pw & PP__F_HOT) {
+        pp__hot_line_t *lines;
+        uint32_t tag;
+        unsigned i = pp__hot_index(pw);
+        if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+            continue;
+        /* Close the shards, then the central counter (pins that find their
+         * shard closed go there meanwhile), keeping each count. */
+        uint64_t sum = 0;
+        bool stale = false;
+        for (unsigned k = 0; k <= S && !stale; k++) {
+            pp__hot_line_t *l = &lines[k == S ? 0 : k + 1];
+            uint64_t w = pp__atomic_load_relaxed(&l->w);
+            while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED)) {
+                PP__YIELD(PIN);
+                /* acq_rel: acquire takes every unpin released on this
+                 * counter, so they happen before the sum is installed. */
+                if (pp__atomic_cas_weak_acq_rel(&l->w, &w, w | PP__HOT_CLOSED))
+                    w |= PP__HOT_CLOSED;
+            }
+            stale = pp__hot_tag(w) != tag;   /* demoted and reused meanwhile */
+            sum += pp__hot_count(w);
+        }
+        /* Install the sum while the promotion lasts: pw is read before the
+         * tag is checked again, so the word of a later promotion would come
+         * with its later tag (its counters are stored before its CAS). */
+        /* acquire: as above. */
+        pw = pp__atomic_load_acquire(&e->pw);
+        while (!stale && (pw & PP__F_HOT) && pp__hot_index(pw) == i &&
+               pp__hot_tag(pp__atomic_load_acquire(&lines[0].w)) == tag) {
+            PP__CHECK(sum <= PP_MAX_PINS);
+            uint64_t next = (pw & ~(PP__F_HOT | PP__PINS_MASK)) | sum;
+            PP__YIELD(PIN);
+            /* acq_rel: release hands the counters' unpins on with the sum
+             * to the next change of the word (a final unpin, an eviction's
+             * claim); acquire (also on failure) as for any change of pw. */
+            if (pp__atomic_cas_strong_acq_rel(&e->pw, &pw, next)) {
+                pp__atomic_add_relaxed(&node->hot_demotions, 1);
+                /* release: our reads of the closed counters happen before
+                 * the next promotion stores into them (its acquire). */
+                atomic_fetch_and_explicit(&node->hot_used, ~((uint64_t)1 << i),
+                                          memory_order_release);
+                pw = next;
+            }
+        }
+        /* A later promotion, if any, is demoted too: callers want the
+         * word's own count. */
+        if (pw & PP__F_HOT)
+            pw = pp__atomic_load_acquire(&e->pw);
+    }
+}
+
+int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                unsigned flags, pp__thread_t *t, void **data)
+{
+    /* acquire: pairs with the promotion's release. */
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    for (;;) {
+        if (pp__word_gen(pw) != gen || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
+            return PP_ESTALE;
+        if (!(pw & PP__F_HOT))
+            return PP__RETRY;
+        if (flags & PP_PIN_WRITE) {
+            /* Writes are ordered by the one word only. */
+            pp__hot_demote(pool, n, e);
+            return PP__RETRY;
+        }
+        pp__hot_line_t *lines;
+        uint32_t tag;
+        if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+            continue;
+        pp__hot_line_t *mine = &lines[1 + (t->shard & (pool->hot_shards - 1u))];
+        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_fast */
+        t->hc.pw = pw;
+        t->hc.line = mine;
+        t->hc.tag = tag;
+        uint64_t w = pp__atomic_load_relaxed(&mine->w);
+        while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && pp__hot_count(w) < pool->hot_scap) {
+            PP__YIELD(PIN);
+            /* acquire: as a cold pin's (pin.c). */
+            if (pp__atomic_cas_weak_acquire(&mine->w, &w, w + 1u))
+                goto pinned;
+        }
+        if (pp__hot_tag(w) == tag) {
+            /* Full or closed: the central counter. */
+            w = pp__atomic_load_relaxed(&lines[0].w);
+            while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && pp__hot_count(w) < pool->hot_ccap) {
+                PP__YIELD(PIN);
+                /* acquire: as above. */
+                if (pp__atomic_cas_weak_acquire(&lines[0].w, &w, w + 1u))
+                    goto pinned;
+            }
+            if (pp__hot_tag(w) == tag)
+                pp__hot_demote(pool, n, e);   /* closing, or every counter full */
+        }
+        /* acquire: as above. */
+        pw = pp__atomic_load_acquire(&e->pw);
+    }
+pinned:
+    if (data != NULL)
+        *data = e->data;   /* stable: HOT entries are resident and pinned */
+    return 0;
+}
+
+/* One unpin on counter l if it holds a pin of promotion tag: 1 done, 0 it
+ * holds none (or is closed), -1 the promotion is over. */
+static inline int pp__hot_take(pp__hot_line_t *l, uint32_t tag)
+{
+    uint64_t w = pp__atomic_load_relaxed(&l->w);
+    while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && pp__hot_count(w) != 0) {
+        PP__YIELD(UNPIN);
+        /* release: the caller's reads of the data happen before the
+         * demotion's close of this counter, which acquires it. */
+        if (pp__atomic_cas_weak_release(&l->w, &w, w - 1u))
+            return 1;
+    }
+    return pp__hot_tag(w) == tag ? 0 : -1;
+}
+
+int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                  pp__thread_t *t)
+{
+    const unsigned S = pool->hot_shards;
+    /* acquire: pairs with the promotion's release. */
+    uint64_t pw = pp__atomic_load_acquire(&e->pw);
+    for (;;) {
+        if (pp__word_gen(pw) != gen || !(pw & PP__F_LIVE))
+            return PP_ESTALE;
+        if (!(pw & PP__F_HOT))
+            return PP__RETRY;
+        pp__hot_line_t *lines;
+        uint32_t tag;
+        if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+            continue;
+        unsigned own = t->shard & (S - 1u);
+        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_fast */
+        t->hc.pw = pw;
+        t->hc.line = &lines[1 + own];
+        t->hc.tag = tag;
+        int r = pp__hot_take(&lines[1 + own], tag);
+        for (unsigned k = 0; r == 0 && k < S; k++) {
+            /* Counts are interchangeable: the central one, then the others. */
+            unsigned i = k == own ? 0 : 1 + k;
+            r = pp__hot_take(&lines[i], tag);
+        }
+        if (r == 1)
+            return 0;
+        if (r == 0)
+            pp__hot_demote(pool, n, e);   /* the exact check is the word's */
+        /* acquire: as above. */
+        pw = pp__atomic_load_acquire(&e->pw);
+    }
+}
+
+uint32_t pp__hot_pins(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t pw)
+{
+    uint64_t sum = 0;
+    pp__hot_line_t *lines;
+    uint32_t tag;
+    if (!(pw & PP__F_HOT))
+        return pp__pw_pins(pw);
+    if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+        return (pw & PP__F_HOT) ? 0 : pp__pw_pins(pw);
+    for (unsigned k = 0; k <= pool->hot_shards; k++) {
+        uint64_t w = pp__atomic_load_relaxed(&lines[k].w);
+        if (pp__hot_tag(w) == tag)
+            sum += pp__hot_count(w);
+    }
+    return sum > PP_MAX_PINS ? PP_MAX_PINS : (uint32_t)sum;
+}
+
+void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
+{
+    pp__node_t *node = pool->nodes[n];
+    const unsigned S = pool->hot_shards;
+    const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
+    const uint64_t bad = PP__F_DEAD | PP__F_HOT | PP__F_BUSY | PP__F_QUEUED | PP__F_WPIN;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (pp__word_gen(pw) != gen || (pw & (want | bad)) != want)
+        return;
+    /* acquire: pairs with the release of the last demotion that freed the
+     * slot (its reads of the counters come before our stores). */
+    uint64_t used = pp__atomic_load_acquire(&node->hot_used);
+    unsigned i;
+    do {
+        if (~used == 0) {
+            pp__atomic_add_relaxed(&node->hot_full, 1);
+            return;
+        }
+        i = (unsigned)__builtin_ctzll(~used);
+    } while (!atomic_compare_exchange_weak_explicit(&node->hot_used, &used,
+                                                    used | ((uint64_t)1 << i),
+                                                    memory_order_acquire,
+                                                    memory_order_acquire));
+    pp__hot_line_t *lines = pp__hot_slot(pool, node, i);
+    uint32_t tag = pp__hot_tag(pp__atomic_load_relaxed(&lines[0].w));
+    if (tag == UINT32_MAX)
+        return;          /* the slot's tags ran out: retired, its bit kept */
+    tag++;
+    for (unsigned k = 1; k <= S; k++)
+        pp__atomic_store_relaxed(&lines[k].w, pp__hot_word(tag, 0));
+    /* The pins held now move to the central counter.  They are read pins
+     * (!WPIN): no write needs its unpin to release on the word. */
+    for (;;) {
+        if (pp__word_gen(pw) != gen || (pw & (want | bad)) != want ||
+            pp__pw_pins(pw) > pool->hot_ccap)
+            break;
+        pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, pp__pw_pins(pw)));
+        uint64_t next = (pw & ~PP__PINS_MASK) | PP__F_HOT | i;
+        PP__YIELD(PIN);
+        /* acq_rel: release publishes the counters' words stored above to
+         * every pinner that sees HOT; acquire takes the unpins released on
+         * the word, so the demotion carries them on with the rest. */
+        if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next)) {
+            pp__atomic_add_relaxed(&node->hot_promotions, 1);
+            return;
+        }
+    }
+    /* Not promoted: the slot's tag stays as stored (never published). */
+    pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, 0));
+    /* release: as in pp__hot_demote (our stores come before the next
+     * promoter's). */
+    atomic_fetch_and_explicit(&node->hot_used, ~((uint64_t)1 << i), memory_order_release);
+}
+
+unsigned pp__hot_in_use(pp_pool_t *pool, unsigned n)
+{
+    return (unsigned)__builtin_popcountll(pp__atomic_load_relaxed(&pool->nodes[n]->hot_used));
+}
+
+int pp__debug_hot(pp_pool_t *pool, pp_ref_t ref, int op)
+{
+    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
+    if (e == NULL)
+        return PP_ESTALE;
+    if (op > 0)
+        pp__hot_promote(pool, pp_ref_node(ref), e, pp_ref_gen(ref));
+    else if (op == 0)
+        pp__hot_demote(pool, pp_ref_node(ref), e);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE))
+        return PP_ESTALE;
+    return (pw & PP__F_HOT) ? 1 : 0;
+}
+
+void pp__debug_hot_after(pp_pool_t *pool, unsigned fails)
+{
+    pool->hot_after = fails;
+}

@@ -120,7 +120,28 @@
  *  any thread after a later pp_pin() of the same entry, and to the free
  *  function.  pp_put() releases: a thread that obtained the ref through any
  *  synchronisation sees the initialised entry.  Unpins and releases happen
- *  before the free function runs.
+ *  before the free function runs.  Write to an entry's data only under a
+ *  PP_PIN_WRITE pin (or through pp_get): read pins of a hot entry (below)
+ *  order only what was written under write pins.
+ * ---------------------------------------------------------------------------
+ * Hot entries
+ * ---------------------------------------------------------------------------
+ *  An entry's pins are one counter in its own cache line.  When many
+ *  threads pin the same entry at once (a broadcast input of a task graph),
+ *  that line moves from core to core on every pin and unpin.  So a pin whose
+ *  compare-and-swap fails twice makes the entry HOT: from then on each
+ *  thread counts its pins on a shard of its own (a cache line per thread,
+ *  in a hot slot on the entry's node; 64 slots per node), and pins of a hot
+ *  entry scale with the threads.  Nothing else changes: a pin may still be
+ *  dropped on any thread; PP_ENOTPINNED, PP_EOVERFLOW (PP_MAX_PINS) and the
+ *  final unpin are decided exactly, on the one counter, after the shards
+ *  are summed back into it.  That happens, lock-free, when a PP_PIN_WRITE
+ *  pin arrives (write pins are never sharded), at the last release, when
+ *  the eviction hand passes the entry, on an overflow, and when an unpin
+ *  finds no pin left on the shards.  An entry becomes hot only while no
+ *  write pin may be held on it.  pp_stat's pins of a hot entry is a sum
+ *  taken while other threads may change it.  pp_node_stats_t counts hot
+ *  entries, promotions and demotions.
  *
  * ---------------------------------------------------------------------------
  * Errors
@@ -531,7 +552,9 @@ typedef struct pp_node_stats {
     uint64_t hot_promotions;     /* entries made hot so far */
     uint64_t hot_demotions;      /* hot entries back to one counter so far */
     uint64_t hot_full;           /* promotions not made: all hot slots taken */
-    /* Reclaim lag: time from the final unpin/release to the free call. */
+    /* Reclaim lag: time from the final unpin/release to the free call,
+     * sampled (a clock read costs more than the rest of a final unpin):
+     * the first of every 8 entries a thread queues for a node is timed. */
     uint64_t lag_count, lag_total_ns, lag_max_ns;
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets
                                          per power of two: the bucket's upper

@@ -135,7 +135,8 @@ typedef struct pp__entry {
         ck_epoch_entry_t epoch;          /* while waiting for a grace period */
     } q;
     uint32_t slot;                       /* index in its node's table */
-    uint32_t queued_us;                  /* when it was queued (CLOCK_MONOTONIC, µs, mod 2^32) */
+    uint32_t queued_us;                  /* when it was queued (CLOCK_MONOTONIC, µs, mod 2^32),
+                                            or PP__LAG_NONE if not sampled */
 } __attribute__((aligned(64))) pp__entry_t;
 
 _Static_assert(sizeof(pp__entry_t) == 64, "an entry is one cache line");

@@ -95,15 +95,21 @@ static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
         return NULL;
     t->count = pp__aligned_alloc(PP__PAD, pp__pad(pool->nnodes * sizeof *t->count));
     t->mag = pp__calloc(pool->nnodes, sizeof *t->mag);
-    if (t->count == NULL || t->mag == NULL) {
+    t->rq = pp__aligned_alloc(PP__PAD, pool->nnodes * sizeof *t->rq);
+    if (t->count == NULL || t->mag == NULL || t->rq == NULL) {
+        pp__free(t->rq);
         pp__free(t->count);
         pp__free(t->mag);
         pp__free(t);
         return NULL;
     }
     t->pool = pool;
-    t->next = pool->threads;
-    pool->threads = t;
+    for (unsigned n = 0; n < pool->nnodes; n++)
+        ck_stack_init(&t->rq[n].s);
+    t->next = pp__atomic_load_relaxed(&pool->threads);
+    /* release: the reclaimers walk the list without the lock: the record
+     * (its queues) is initialised before they can see it. */
+    pp__atomic_store_release(&pool->threads, t);
     ck_epoch_register(&pool->epoch, &t->rec, t);
     return t;
 }
@@ -292,21 +298,22 @@ static void pp__thread_exit_handler(void *arg)
 unsigned pp__threads_in_use(pp_pool_t *pool)
 {
     unsigned n = 0;
-    for (pp__thread_t *t = pool->threads; t != NULL; t = t->next)
-        n += t->in_use && !t->is_reclaimer;
+    for (pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads); t != NULL; t = t->next)
+        n += t->in_use && !t->is_reclaimer;   /* under reg_lock */
     return n;
 }
 
 void pp__threads_free(pp_pool_t *pool)
 {
-    pp__thread_t *t = pool->threads;
+    pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads);
     while (t != NULL) {
         pp__thread_t *next = t->next;
+        pp__free(t->rq);
         pp__free(t->count);
         pp__free(t->mag);
         pp__free(t);
         t = next;
     }
-    pool->threads = NULL;
+    pp__atomic_store_relaxed(&pool->threads, NULL);
     pthread_mutex_destroy(&pool->reg_lock);
 }

@@ -179,6 +179,13 @@ typedef struct pp__tcount {
     _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
 } pp__tcount_t;
 
+/* A thread's reclaim queue for one node: pushed by the thread only (its
+ * final unpins and releases), batch-popped by the node's reclaimer; one per
+ * PP__PAD bytes, so a push is a CAS on a line of the thread's own. */
+typedef struct pp__rq {
+    ck_stack_t s;
+} __attribute__((aligned(PP__PAD))) pp__rq_t;
+
 /* A thread's private cache of free slots of one node. */
 typedef struct pp__magazine {
     ck_stack_entry_t *head;
@@ -195,6 +202,8 @@ typedef struct pp__thread {
     pp_pool_t *pool;
     struct pp__thread *next;             /* pool's list, under reg_lock */
     pp__tcount_t *count;                 /* [nnodes] */
+    struct pp__rq *rq;                   /* [nnodes]: entries this thread queued
+                                            for node n's reclaimer (reclaim.c) */
     pp__magazine_t *mag;                 /* [nnodes] */
     unsigned node;                       /* home node for synthetic topologies */
     unsigned shard;                      /* its counter in hot slots (hot.c) */
@@ -240,6 +249,8 @@ typedef struct pp__extent {
 /* ------------------------------------------------------------------------ */
 
 #define PP__LAG_BUCKETS 128
+#define PP__LAG_SAMPLE  8            /* one queued entry in 8 carries its time */
+#define PP__LAG_NONE    UINT32_MAX   /* queued_us of an entry not sampled */
 
 #define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */
 #define PP__HOT_MAX_SHARDS 256u
@@ -253,8 +264,11 @@ typedef struct pp__node {
     pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
     _Atomic int mem_bound;               /* dir, node and segments bound to the node */
 
-    /* Producers (final unpins and releases, any thread). */
-    ck_stack_t reclaim_q __attribute__((aligned(PP__CACHELINE)));
+    /* Producers (final unpins and releases, any thread); their queues are
+     * their threads' own (pp__thread_t.rq). */
+    _Atomic int sleeping __attribute__((aligned(PP__CACHELINE)));
+                                         /* the reclaimer is about to wait or
+                                            waits: a push must bump `wake` */
     _Atomic uint64_t dying_bytes;        /* swap: resident bytes queued, not yet freed */
     _Atomic int64_t dead_in_io;          /* dead, unpinned, queued when their I/O ends
                                             (pp__dead_in_io_note, pp__io_end) */
@@ -364,7 +378,9 @@ struct pp_pool {
     /* Epochs and threads (epoch.c). */
     ck_epoch_t epoch;
     pthread_mutex_t reg_lock;            /* thread list, recycling */
-    pp__thread_t *threads;
+    pp__thread_t *_Atomic threads;       /* every record, newest first; added
+                                            under reg_lock, read lock-free by
+                                            the reclaimers */
     _Atomic unsigned next_rr;            /* round-robin node for synthetic topologies */
     char tsan_token;                     /* TSan: grace-period happens-before token */
 

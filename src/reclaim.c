@@ -103,7 +103,15 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     PP__ASSERT((pp__atomic_load_relaxed(&e->pw) & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED)) ==
                (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED));
     PP__ASSERT(pp__pw_pins(pp__atomic_load_relaxed(&e->pw)) == 0);
-    e->queued_us = (uint32_t)(pp__now_ns() / 1000u);
+    /* The lag is sampled: a clock read costs more than the rest of a final
+     * unpin.  The first of every PP__LAG_SAMPLE entries this thread queues
+     * for node n carries its time. */
+    uint64_t seq = pp__atomic_load_relaxed(&t->count[n].queued);
+    e->queued_us = PP__LAG_NONE;
+    if (seq % PP__LAG_SAMPLE == 0) {
+        uint32_t us = (uint32_t)(pp__now_ns() / 1000u);
+        e->queued_us = us == PP__LAG_NONE ? us - 1 : us;
+    }
     pp__counter_add(&t->count[n].queued, 1);
     /* With swap, a put or load short of room waits for these bytes instead
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
@@ -112,10 +120,63 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
      * entry to the reclaimer's batch pop.  After it, this thread must not
-     * touch e: the reclaimer may already be freeing it. */
-    ck_stack_push_upmc(&node->reclaim_q, &e->q.link);
-    /* A write barrier and, only if the reclaimer sleeps, a futex wake. */
-    ck_ec32_inc(&node->wake, &pp__ec_mode);
+     * touch e: the reclaimer may already be freeing it.  The queue is the
+     * thread's own: no other thread pushes to it. */
+    ck_stack_push_upmc(&t->rq[n].s, &e->q.link);
+    /* Orders the push's CAS before the read of `sleeping`, against the
+     * reclaimer's store of `sleeping` before its last look at the queues
+     * (pp__reclaimer_wait): either it sees our entry, or we see it about
+     * to wait and bump `wake`, which ends the wait.  No write to a shared
+     * line unless the reclaimer waits.  ck's atomic-to-load fence: free
+     * where a CAS already is a full barrier (x86), a fence elsewhere. */
+    ck_pr_fence_atomic_load();
+    /* The first pusher that finds it waiting wakes it, once. */
+    if (pp__atomic_load_relaxed(&node->sleeping) &&
+        atomic_exchange_explicit(&node->sleeping, 0, memory_order_relaxed))
+        ck_ec32_inc(&node->wake, &pp__ec_mode);
+}
+
+/* Takes every entry queued for node n, from every thread's queue, as one
+ * list (NULL: none). */
+static ck_stack_entry_t *pp__reclaim_collect(pp_pool_t *pool, unsigned n)
+{
+    ck_stack_entry_t *all = NULL;
+    /* acquire: pairs with the registration's release (the record's queues
+     * are initialised). */
+    for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL; t = t->next) {
+        if (ck_pr_load_ptr(&t->rq[n].s.head) == NULL)
+            continue;
+        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&t->rq[n].s);
+        while (batch != NULL) {
+            ck_stack_entry_t *next = batch->next;
+            batch->next = all;
+            all = batch;
+            batch = next;
+        }
+    }
+    return all;
+}
+
+/* The reclaimer waits until the deadline passes or, without one, until a
+ * push (or stop) moves `wake` past seen.  A timed wait (entries wait for
+ * their grace period) is not announced: pushes made meanwhile are taken
+ * when it ends, and the pushers pay nothing for it. */
+static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
+                               const struct timespec *deadline)
+{
+    if (deadline != NULL) {
+        ck_ec32_wait(&node->wake, &pp__ec_mode, seen, deadline);
+        return;
+    }
+    pp__atomic_store_relaxed(&node->sleeping, 1);
+    /* seq_cst: see pp__reclaim_push. */
+    atomic_thread_fence(memory_order_seq_cst);
+    bool empty = true;
+    for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL && empty; t = t->next)
+        empty = ck_pr_load_ptr(&t->rq[node->index].s.head) == NULL;
+    if (empty)
+        ck_ec32_wait(&node->wake, &pp__ec_mode, seen, deadline);
+    pp__atomic_store_relaxed(&node->sleeping, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -196,7 +257,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     PP__CHECK((pw & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED | PP__F_BUSY)) ==
                   (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
               pp__pw_pins(pw) == 0);
-    uint32_t now_us = (uint32_t)(pp__now_ns() / 1000u);
+    uint32_t now_us = e->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
     size_t size = e->size;
     PP__YIELD(RECLAIM);
     pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
@@ -207,7 +268,8 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         if (pp__atomic_load_relaxed(&pool->room_want) != 0)
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
     }
-    pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
+    if (e->queued_us != PP__LAG_NONE)
+        pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
     pp__slot_recycle(pool, node, e);
 }
@@ -265,7 +327,7 @@ static void *pp__reclaimer_main(void *arg)
         /* Snapshot before looking at the queue: a push after this point
          * changes the value, so the wait below cannot miss it. */
         uint32_t seen = ck_ec32_value(&node->wake);
-        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->reclaim_q);
+        ck_stack_entry_t *batch = pp__reclaim_collect(pool, node->index);
         if (batch != NULL)
             PP__YIELD(RECLAIM);
         for (ck_stack_entry_t *s = batch; s != NULL;) {
@@ -303,8 +365,15 @@ static void *pp__reclaimer_main(void *arg)
             }
             /* Pushes that happened before stop may have landed after the
              * pop above: go round again until the queue is empty. */
-            if (CK_STACK_ISEMPTY(&node->reclaim_q))
+            if ((batch = pp__reclaim_collect(pool, node->index)) == NULL)
                 break;
+            /* Not ours to drop: hand them back to the loop through the
+             * reclaimer's own queue. */
+            while (batch != NULL) {
+                ck_stack_entry_t *next = batch->next;
+                ck_stack_push_upmc(&node->rt->rq[node->index].s, batch);
+                batch = next;
+            }
             continue;
         }
         if (pending > 0) {
@@ -315,11 +384,11 @@ static void *pp__reclaimer_main(void *arg)
                 deadline.tv_sec++;
                 deadline.tv_nsec -= 1000000000;
             }
-            ck_ec32_wait(&node->wake, &pp__ec_mode, seen, &deadline);
+            pp__reclaimer_wait(pool, node, seen, &deadline);
             backoff_ns = backoff_ns >= 500000 ? 1000000 : backoff_ns * 2;
         } else {
             backoff_ns = 20000;
-            ck_ec32_wait(&node->wake, &pp__ec_mode, seen, NULL);
+            pp__reclaimer_wait(pool, node, seen, NULL);
         }
     }
 
@@ -332,7 +401,6 @@ int pp__reclaim_start(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        ck_stack_init(&node->reclaim_q);
         ck_ec32_init(&node->wake, 0);
         node->rt = pp__thread_new_reclaimer(pool);
         if (node->rt == NULL)

@@ -196,7 +196,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     }
 
     pthread_mutex_lock(&pool->reg_lock);
-    for (pp__thread_t *t = pool->threads; t != NULL; t = t->next) {
+    for (pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads); t != NULL; t = t->next) {
         for (unsigned n = 0; n < pool->nnodes; n++) {
             pp__tcount_t *c = &t->count[n];
             pp_node_stats_t *s = &out->node[n];

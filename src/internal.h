@@ -93,6 +93,7 @@ _Noreturn void pp__die(const char *file, int line, const char *what);
 #define PP__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PP__NOINLINE __attribute__((noinline, cold))
+#define PP__NOINLINE_HOT __attribute__((noinline))   /* out of line, not cold */
 #define PP__CACHELINE   64
 /* Data written by one thread and never by another is kept PP__PAD bytes
  * apart: CPUs prefetch cache lines in adjacent pairs, so two threads
@@ -144,8 +145,12 @@ void pp__yield_maybe(void);
         if (PP__UNLIKELY(pp__atomic_load_relaxed(&pp__yield_mask) & PP__YIELD_##cls)) \
             pp__yield_maybe();                                                 \
     } while (0)
+/* Whether class cls yields: the fast paths, which have no yield points,
+ * step aside for the paths that do. */
+#define PP__YIELD_ON(cls) ((pp__atomic_load_relaxed(&pp__yield_mask) & PP__YIELD_##cls) != 0)
 #else
 #define PP__YIELD(cls) do { } while (0)
+#define PP__YIELD_ON(cls) 0
 #endif
 
 /* ------------------------------------------------------------------------ */

@@ -88,22 +88,34 @@ static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
  * the flags the hot path sees: with PP_PIN_WRITE it demotes the entry, and
  * the pin is taken on the word (pp_pin_many pins without PP_PIN_WRITE on
  * the word, but must not pin a written entry hot). */
-static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                              unsigned flags, unsigned hflags, pp__thread_t *t,
-                              void **data)
+/* The pin of an entry that pp__pin_entry found HOT: out of line, so the
+ * cold fast path keeps few registers. */
+static PP__NOINLINE_HOT int pp__pin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                        unsigned flags, unsigned hflags, pp__thread_t *t,
+                                        void **data)
 {
-    int rc = pp__pin_entry(pool, e, ref, flags, data);
-    if (rc == PP__HOT && !(hflags & PP_PIN_WRITE) &&
+    if (!(hflags & PP_PIN_WRITE) &&
         pp__hot_fast(t, e, pp__atomic_load_relaxed(&e->pw), 1, pool->hot_scap)) {
         if (data != NULL)
             *data = e->data;
         return 0;
     }
-    while (PP__UNLIKELY(rc == PP__HOT)) {
+    int rc = PP__HOT;
+    while (rc == PP__HOT) {
         rc = pp__hot_pin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), hflags, t, data);
         if (rc == PP__RETRY)
             rc = pp__pin_entry(pool, e, ref, flags, data);
     }
+    return rc;
+}
+
+static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                              unsigned flags, unsigned hflags, pp__thread_t *t,
+                              void **data)
+{
+    int rc = pp__pin_entry(pool, e, ref, flags, data);
+    if (PP__UNLIKELY(rc == PP__HOT))
+        rc = pp__pin_hot(pool, e, ref, flags, hflags, t, data);
     return rc;
 }
 
@@ -137,21 +149,64 @@ static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned fla
     return 0;
 }
 
+/* The fast path of a pin: a resident cold entry, a registered thread, no
+ * tracking, no contention.  It calls nothing, so the compiler keeps it in
+ * scratch registers; 0 (pinned, counted) or nonzero (nothing done). */
+static inline int pp__pin_try(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
+{
+    if (PP__UNLIKELY(pool == NULL || (flags & ~PP__PIN_FLAGS) != 0 || pool->track))
+        return 1;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    pp__thread_t *t = pp__thread_cached(pool);
+    if (PP__UNLIKELY(e == NULL || t == NULL))
+        return 1;
+    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0;
+    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (PP__UNLIKELY(pw & PP__F_HOT))
+        return PP__HOT;
+    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
+                     (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
+                         (PP__F_LIVE | PP__F_RESIDENT) ||
+                     pp__pw_pins(pw) == PP_MAX_PINS || PINPOOL_SEED_BUG_NO_DIRTY ||
+                     PINPOOL_SEED_BUG_STALE_GEN || PP__YIELD_ON(PIN)))
+        return 1;
+    /* acquire: as in pp__pin_entry.  One try: a failed CAS (contention)
+     * goes the full way, which counts failures and may make the entry hot. */
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF)))
+        return 1;
+    if (data != NULL)
+        *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
+    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
+    return 0;
+}
+
+/* A pin that pp__pin_try found HOT: the thread's cached shard, else the
+ * full way. */
+static PP__NOINLINE_HOT int pp__pin_try_hot(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                            void **data, const char *file, int line)
+{
+    pp__entry_t *e = pp__lookup(pool, ref);
+    pp__thread_t *t = pp__thread_cached(pool);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (!(flags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
+        pp__hot_fast(t, e, pw, 1, pool->hot_scap)) {
+        if (data != NULL)
+            *data = e->data;
+        pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
+        return 0;
+    }
+    return pp__pin_full(pool, ref, flags, data, file, line);
+}
+
 int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                const char *file, int line)
 {
-    /* The fast path: a resident entry, a registered thread, no tracking.
-     * It makes no call, so it saves no registers; anything else goes to
-     * pp__pin_full, which starts over (a failed pp__pin_entry did nothing). */
-    if (PP__LIKELY(pool != NULL && (flags & ~PP__PIN_FLAGS) == 0 && !pool->track)) {
-        pp__entry_t *e = pp__lookup(pool, ref);
-        pp__thread_t *t = pp__thread_cached(pool);
-        if (PP__LIKELY(e != NULL && t != NULL &&
-                       pp__pin_any(pool, e, ref, flags, flags, t, data) == 0)) {
-            pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
-            return 0;
-        }
-    }
+    int rc = pp__pin_try(pool, ref, flags, data);
+    if (PP__LIKELY(rc == 0))
+        return 0;
+    if (rc == PP__HOT)
+        return pp__pin_try_hot(pool, ref, flags, data, file, line);
     return pp__pin_full(pool, ref, flags, data, file, line);
 }
 
@@ -197,6 +252,16 @@ static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t
     return 0;
 }
 
+/* The unpin of an entry found HOT (out of line, as pp__pin_hot): 0, an
+ * error, or PP__RETRY (no longer HOT: unpin on the word). */
+static PP__NOINLINE_HOT int pp__unpin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                          pp__thread_t *t, uint64_t pw)
+{
+    if (pp__hot_fast(t, e, pw, -1, 0))
+        return 0;
+    return pp__hot_unpin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), t);
+}
+
 /* The unpin transition, without argument checks or tracking; count is
  * false when undoing a pin the caller never saw succeed. */
 static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
@@ -208,9 +273,7 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
             return PP_ESTALE;
         if (PP__UNLIKELY(pw & PP__F_HOT)) {
-            if (pp__hot_fast(t, e, pw, -1, 0))
-                break;
-            int rc = pp__hot_unpin(pool, pp_ref_node(ref), e, gen, t);
+            int rc = pp__unpin_hot(pool, e, ref, t, pw);
             if (rc != PP__RETRY) {
                 if (rc == 0 && count)
                     pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
@@ -270,16 +333,53 @@ static PP__NOINLINE int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
     return pp__unpin(pool, ref, t);
 }
 
+/* The fast path of an unpin: a live cold entry that holds a pin, a
+ * registered thread, no tracking, no contention; calls nothing.  0
+ * (unpinned, counted) or nonzero (nothing done). */
+static inline int pp__unpin_try(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (PP__UNLIKELY(pool == NULL || pool->track))
+        return 1;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    pp__thread_t *t = pp__thread_cached(pool);
+    if (PP__UNLIKELY(e == NULL || t == NULL))
+        return 1;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (PP__UNLIKELY(pw & PP__F_HOT))
+        return PP__HOT;
+    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
+                     (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE ||
+                     pp__pw_pins(pw) == 0 || PINPOOL_SEED_BUG_RELAXED_UNPIN ||
+                     PP__YIELD_ON(UNPIN)))
+        return 1;
+    /* acq_rel: as in pp__unpin_entry. */
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw))))
+        return 1;
+    pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
+    return 0;
+}
+
+/* An unpin that pp__unpin_try found HOT: the thread's cached shard, else
+ * the full way. */
+static PP__NOINLINE_HOT int pp__unpin_try_hot(pp_pool_t *pool, pp_ref_t ref)
+{
+    pp__entry_t *e = pp__lookup(pool, ref);
+    pp__thread_t *t = pp__thread_cached(pool);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_fast(t, e, pw, -1, 0)) {
+        pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
+        return 0;
+    }
+    return pp__unpin_full(pool, ref);
+}
+
 int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
 {
-    /* The fast path: a registered thread, no tracking; anything else goes
-     * to pp__unpin_full. */
-    if (PP__LIKELY(pool != NULL && !pool->track)) {
-        pp__entry_t *e = pp__lookup(pool, ref);
-        pp__thread_t *t = pp__thread_cached(pool);
-        if (PP__LIKELY(e != NULL && t != NULL))
-            return pp__unpin_entry(pool, e, ref, t, true);
-    }
+    int rc = pp__unpin_try(pool, ref);
+    if (PP__LIKELY(rc == 0))
+        return 0;
+    if (rc == PP__HOT)
+        return pp__unpin_try_hot(pool, ref);
     return pp__unpin_full(pool, ref);
 }
 

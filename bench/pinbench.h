@@ -1,0 +1,149 @@
+/*
+ * pinbench.h -- what the parts of pinbench share: the interface every
+ * implementation fills in (pb_impl_t), a worker thread's state
+ * (pb_worker_t), and the few helpers (fatal errors, clock) all files use.
+ *
+ *   pinbench.c          options, scenarios, draws, the timed runs, medians
+ *   pinbench_report.c   the table, the ratios, the CSV (and its check), the plot
+ *   pinbench_reclaim.c  reclaim lag, final against ordinary unpin, bytes per entry
+ *   pinbench_pinpool.c  pinpool and pinpool-qsbr
+ *   pinbench_atomic.c   atomic-limit and naive-array
+ *   pinbench_mutex.c    mutex-dict (a pthread mutex around a ck_ht)
+ *   pinbench_urcu.c     urcu-lfht (liburcu's cds_lfht + an atomic refcount)
+ *
+ * Every failure is fatal: the helpers below print "pinbench: ..." and exit 1,
+ * so an implementation never returns an error code to the harness.
+ */
+#ifndef PINBENCH_H
+#define PINBENCH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of data each entry holds, and that a task reads from each input. */
+#define PB_DATA_BYTES 64u
+/* Inputs of one task. */
+#define PB_TASK_INPUTS 4u
+
+/*
+ * One worker thread of one timed run.  The harness fills in table, id and
+ * keys; the rest belongs to the implementation (zeroed at the start of each
+ * run).  Each worker is allocated on its own cache lines.
+ */
+typedef struct pb_worker {
+    void *table;                /* what the implementation's create returned */
+    unsigned id;                /* 0 .. threads-1 */
+    uint64_t next_key;          /* churn: this thread's next fresh key */
+    uint64_t sink;              /* sums of the bytes tasks read (keeps the reads) */
+    /* atomic-limit: the thread-private counter, alone on its cache line, and
+     * the thread-private buffers its tasks read. */
+    _Alignas(64) _Atomic uint64_t line;
+    _Alignas(64) unsigned char priv[PB_TASK_INPUTS][PB_DATA_BYTES];
+} pb_worker_t;
+
+/*
+ * An implementation.  A table holds entries 0 .. n-1, each with PB_DATA_BYTES
+ * of data.  Keys are what a caller holds to name an entry: key(table, i) for
+ * entry i, computed before the timed region (a pinpool ref; the index itself
+ * when key is NULL).  Every operation either succeeds or exits the program.
+ */
+typedef struct pb_impl {
+    const char *name;
+    const char *what;           /* one line, for --help */
+    /* Makes a table of n entries.  shared == NULL: each entry gets its own
+     * zeroed PB_DATA_BYTES buffer (malloc'd where the implementation
+     * allocates per entry).  Otherwise every entry points at shared and no
+     * per-entry data is allocated (the metadata measurement). */
+    void *(*create)(size_t n, void *shared);
+    void (*destroy)(void *table);
+    uint64_t (*key)(void *table, size_t index);          /* NULL: the index */
+    /* On the worker thread, before the start barrier and after the stop
+     * flag (registration with the library; NULL: nothing). */
+    void (*thread_init)(pb_worker_t *w);
+    void (*thread_exit)(pb_worker_t *w);
+    /* On the main thread after each run, untimed: waits for the work the run
+     * queued (frees on a reclaimer or call_rcu thread), so that it does not
+     * run during the next implementation's run.  NULL: nothing. */
+    void (*settle)(void *table);
+    /* n ops, each a pin and an unpin of keys[i]. */
+    void (*pairs)(pb_worker_t *w, const uint64_t *keys, unsigned n);
+    /* n tasks, task i pins keys[4i .. 4i+3], reads PB_DATA_BYTES of each
+     * input, and unpins them. */
+    void (*tasks)(pb_worker_t *w, const uint64_t *keys, unsigned n);
+    /* n ops, each puts a new entry (a fresh PB_DATA_BYTES buffer), pins it,
+     * unpins it and releases it, so it is reclaimed.  NULL: not applicable. */
+    void (*churn)(pb_worker_t *w, unsigned n);
+} pb_impl_t;
+
+extern const pb_impl_t pb_impl_pinpool;
+extern const pb_impl_t pb_impl_pinpool_qsbr;
+extern const pb_impl_t pb_impl_atomic_limit;
+extern const pb_impl_t pb_impl_naive_array;
+extern const pb_impl_t pb_impl_mutex_dict;
+extern const pb_impl_t pb_impl_urcu_lfht;
+
+/* Helpers (pinbench.c).  The pb_die* functions print one line on stderr,
+ * prefixed "pinbench: ", and exit 1. */
+_Noreturn void pb_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void pb_die_pp(const char *call, int rc);         /* a pinpool error code */
+_Noreturn void pb_die_errno(const char *call, int err);     /* an errno value */
+void *pb_malloc(size_t n);                                  /* exits on failure */
+void *pb_calloc(size_t n, size_t size);
+void *pb_zalloc(size_t n);        /* zeroed, every page already touched */
+uint64_t pb_now_ns(void);                                   /* CLOCK_MONOTONIC */
+/* The progress line on stderr: redrawn in place on a terminal, one line
+ * each otherwise.  pb_progress_clear erases it before output on stdout. */
+void pb_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pb_progress_clear(void);
+/* Reads PB_DATA_BYTES at p as 64-bit words and returns their sum. */
+static inline uint64_t pb_read_data(const void *p)
+{
+    const uint64_t *w = (const uint64_t *)p;
+    uint64_t s = 0;
+    for (unsigned i = 0; i < PB_DATA_BYTES / sizeof *w; i++)
+        s += w[i];
+    return s;
+}
+
+/* The median round of one (scenario, implementation, thread count) cell. */
+typedef struct pb_result {
+    int run;                    /* 0: not run (not selected, or n/a) */
+    uint64_t ops;               /* of the median round */
+    double seconds;             /* of the median round */
+    double mops;                /* ops / seconds / 1e6 */
+    double ns_per_op;           /* ns per op per thread: threads * seconds / ops */
+} pb_result_t;
+
+/* Everything a report needs: names, and a result for each cell. */
+typedef struct pb_results {
+    unsigned nscen, nimpl, nthreads;
+    const char *const *scen;     /* scenario names, in run order */
+    const char *const *scen_what;/* one line describing each scenario */
+    const char *const *impl;     /* implementation names */
+    const unsigned *threads;     /* thread counts */
+    pb_result_t *cell;           /* [scen][impl][threads] */
+} pb_results_t;
+
+static inline pb_result_t *pb_cell(const pb_results_t *r, unsigned s, unsigned i, unsigned t)
+{
+    return &r->cell[((size_t)s * r->nimpl + i) * r->nthreads + t];
+}
+
+/* pinbench_report.c */
+void pb_print_table(const pb_results_t *r, unsigned s);     /* one scenario, stdout */
+void pb_print_ratios(const pb_results_t *r);                /* the project's targets */
+void pb_write_csv(const pb_results_t *r, const char *path);
+/* Reads path back: exact header, every field of every row well formed and
+ * the numbers positive, at least one row for each scenario of r.  Exits 1
+ * with a message if not. */
+void pb_check_csv(const pb_results_t *r, const char *path);
+int pb_gnuplot_found(void);                                 /* on PATH? */
+void pb_plot(const pb_results_t *r, const char *path);      /* needs gnuplot */
+
+/* pinbench_reclaim.c: the reclaim figures, printed on stdout; the memory per
+ * entry of pinpool is compared with that of the ncompare implementations
+ * given (mutex-dict and urcu-lfht, when selected). */
+void pb_reclaim_figures(int quick, const pb_impl_t *const *compare, unsigned ncompare);
+
+#endif /* PINBENCH_H */

@@ -1,0 +1,369 @@
+/*
+ * pinbench_reclaim.c -- the reclaim figures (../shared/BENCH.md), each from
+ * a fresh pool with default options:
+ *
+ * (a) Reclaim lag: the time from the final pp_unpin of an entry to the call
+ *     of its free function.  Entries are puts of a one-line probe; each is
+ *     pinned, released (dead but pinned), then stamped with CLOCK_MONOTONIC
+ *     just before its final pp_unpin; the type's free function, on the
+ *     reclaimer thread, records now - stamp.  Batches of 256, one after the
+ *     other, so the reclaimer sees a steady stream; p50, p99 and max of
+ *     every entry, next to the pool's own histogram (pp_pool_stats).
+ * (b) What a final unpin costs against an ordinary one: each round puts N
+ *     entries and pins each; "ordinary" times the loop of pp_unpin over them
+ *     while they are still owned; "final" releases each first and then times
+ *     the loop of pp_unpin, each of which queues its entry for the
+ *     reclaimer.  The two variants alternate in order, round by round; the
+ *     pool is drained between them (pp_pool_drain); medians of ns per unpin.
+ * (c) Memory per entry: resident-set growth (/proc/self/statm, after
+ *     malloc_trim so that freed memory is not silently reused) while N
+ *     entries are made, divided by N.  Every entry points at one shared,
+ *     already touched buffer (pinpool: size 0), so only the structure's own
+ *     memory counts: pinpool's table (the caller's ref array is allocated
+ *     and touched before the first reading), mutex-dict's ck_ht and entry
+ *     structs, urcu-lfht's buckets and nodes (those two when selected with
+ *     --impls, as they are by default).
+ */
+#define _GNU_SOURCE
+#include "pinbench.h"
+
+#include <pinpool.h>
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pp_pool_t *new_pool(void)
+{
+    pp_pool_t *pool;
+    int rc = pp_pool_create(NULL, &pool);
+    if (rc != 0)
+        pb_die_pp("pp_pool_create", rc);
+    return pool;
+}
+
+static void drain(pp_pool_t *pool)
+{
+    int rc = pp_pool_drain(pool, 60000);
+    if (rc != 0)
+        pb_die_pp("pp_pool_drain", rc);
+}
+
+static void destroy_pool(pp_pool_t *pool)
+{
+    int rc = pp_pool_destroy(pool);
+    if (rc != 0)
+        pb_die_pp("pp_pool_destroy", rc);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* "850 ns", "12.3 us", "4.56 ms" */
+static const char *fmt_ns(double ns, char buf[32])
+{
+    if (ns < 1e3)
+        snprintf(buf, 32, "%.0f ns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, 32, "%.1f us", ns * 1e-3);
+    else
+        snprintf(buf, 32, "%.2f ms", ns * 1e-6);
+    return buf;
+}
+
+/* ---- (a) reclaim lag ---------------------------------------------------- */
+
+typedef struct probe {
+    _Alignas(64) uint64_t stamp;      /* ns, just before the final unpin */
+} probe_t;
+
+typedef struct lag_log {
+    _Atomic size_t n;
+    size_t cap;
+    uint64_t *lag;                    /* written by the reclaimer */
+} lag_log_t;
+
+static lag_log_t lag_log;
+
+/* On the reclaimer thread.  The pool orders the final unpin (and so the
+ * stamp) before this call, and this call before pp_pool_drain returns. */
+static void probe_free(void *data, size_t size, void *ctx)
+{
+    (void)size;
+    uint64_t now = pb_now_ns();
+    lag_log_t *log = ctx;
+    size_t i = atomic_fetch_add_explicit(&log->n, 1, memory_order_relaxed);
+    if (i < log->cap)
+        log->lag[i] = now - ((const probe_t *)data)->stamp;
+}
+
+static const pp_type_t probe_type = { .name = "pinbench-lag-probe", .free = probe_free,
+                                      .ctx = &lag_log };
+
+static void reclaim_lag(size_t m)
+{
+    enum { BATCH = 256 };
+    pp_pool_t *pool = new_pool();
+    probe_t *probes = aligned_alloc(64, m * sizeof *probes);
+    if (probes == NULL)
+        pb_die("out of memory (probes)");
+    memset(probes, 0, m * sizeof *probes);
+    lag_log.cap = m;
+    lag_log.lag = pb_calloc(m, sizeof *lag_log.lag);
+    atomic_store_explicit(&lag_log.n, 0, memory_order_relaxed);
+
+    pp_ref_t refs[BATCH];
+    int rc;
+    for (size_t b = 0; b < m; b += BATCH) {
+        size_t k = m - b < BATCH ? m - b : BATCH;
+        for (size_t i = 0; i < k; i++) {
+            if ((rc = pp_put(pool, &probes[b + i], sizeof *probes, &probe_type, 0, &refs[i])) != 0)
+                pb_die_pp("pp_put", rc);
+            if ((rc = pp_pin(pool, refs[i], 0, NULL)) != 0)
+                pb_die_pp("pp_pin", rc);
+            if ((rc = pp_release(pool, refs[i])) != 0)     /* dead, still pinned */
+                pb_die_pp("pp_release", rc);
+        }
+        for (size_t i = 0; i < k; i++) {
+            probes[b + i].stamp = pb_now_ns();
+            if ((rc = pp_unpin(pool, refs[i])) != 0)       /* final: queues it */
+                pb_die_pp("pp_unpin", rc);
+        }
+    }
+    drain(pool);
+    size_t got = atomic_load_explicit(&lag_log.n, memory_order_relaxed);
+    if (got != m)
+        pb_die("reclaim lag: %zu entries freed after the drain, expected %zu", got, m);
+    pp_stats_t st;
+    if ((rc = pp_pool_stats(pool, &st)) != 0)
+        pb_die_pp("pp_pool_stats", rc);
+    destroy_pool(pool);
+
+    qsort(lag_log.lag, m, sizeof *lag_log.lag, cmp_u64);
+    double sum = 0;
+    for (size_t i = 0; i < m; i++)
+        sum += (double)lag_log.lag[i];
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    printf("  (a) reclaim lag, final pp_unpin to the free call, %zu entries in batches of %d:\n",
+           m, (int)BATCH);
+    printf("      measured by the free function:  p50 %s, p99 %s, max %s, mean %s\n",
+           fmt_ns((double)lag_log.lag[m / 2], a), fmt_ns((double)lag_log.lag[m * 99 / 100], b),
+           fmt_ns((double)lag_log.lag[m - 1], c), fmt_ns(sum / (double)m, d));
+    printf("      the pool's own (pp_pool_stats): p50 %s, p99 %s (histogram bucket bounds;"
+           " %llu lags)\n", fmt_ns((double)st.total.lag_p50_ns, e),
+           fmt_ns((double)st.total.lag_p99_ns, f), (unsigned long long)st.total.lag_count);
+    free(lag_log.lag);
+    lag_log.lag = NULL;
+    free(probes);
+}
+
+/* ---- (b) final against ordinary unpin ----------------------------------- */
+
+/* Puts n entries of PB_DATA_BYTES and pins each. */
+static void put_pinned(pp_pool_t *pool, pp_ref_t *refs, size_t n)
+{
+    int rc;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = pp_put(pool, pb_calloc(1, PB_DATA_BYTES), PB_DATA_BYTES, NULL, 0, &refs[i])) != 0)
+            pb_die_pp("pp_put", rc);
+        if ((rc = pp_pin(pool, refs[i], 0, NULL)) != 0)
+            pb_die_pp("pp_pin", rc);
+    }
+}
+
+static void release_all(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
+{
+    int rc;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = pp_release(pool, refs[i])) != 0)
+            pb_die_pp("pp_release", rc);
+}
+
+/* Times the loop of pp_unpin over refs; ns per unpin. */
+static double unpin_loop(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
+{
+    int rc;
+    uint64_t t0 = pb_now_ns();
+    for (size_t i = 0; i < n; i++)
+        if ((rc = pp_unpin(pool, refs[i])) != 0)
+            pb_die_pp("pp_unpin", rc);
+    return (double)(pb_now_ns() - t0) / (double)n;
+}
+
+static double run_ordinary(pp_pool_t *pool, pp_ref_t *refs, size_t n)
+{
+    put_pinned(pool, refs, n);
+    double ns = unpin_loop(pool, refs, n);
+    release_all(pool, refs, n);
+    drain(pool);
+    return ns;
+}
+
+static double run_final(pp_pool_t *pool, pp_ref_t *refs, size_t n)
+{
+    put_pinned(pool, refs, n);
+    release_all(pool, refs, n);          /* each now dead, still pinned */
+    double ns = unpin_loop(pool, refs, n);
+    drain(pool);
+    return ns;
+}
+
+static void final_unpin_cost(size_t n, unsigned rounds)
+{
+    pp_pool_t *pool = new_pool();
+    pp_ref_t *refs = pb_calloc(n, sizeof *refs);
+    double *ord = pb_calloc(rounds, sizeof *ord), *fin = pb_calloc(rounds, sizeof *fin);
+    run_ordinary(pool, refs, n);         /* warm-up: table segments, caches */
+    run_final(pool, refs, n);
+    for (unsigned r = 0; r < rounds; r++) {
+        if (r % 2 == 0) {
+            ord[r] = run_ordinary(pool, refs, n);
+            fin[r] = run_final(pool, refs, n);
+        } else {
+            fin[r] = run_final(pool, refs, n);
+            ord[r] = run_ordinary(pool, refs, n);
+        }
+    }
+    destroy_pool(pool);
+    qsort(ord, rounds, sizeof *ord, cmp_double);
+    qsort(fin, rounds, sizeof *fin, cmp_double);
+    double mo = ord[(rounds - 1) / 2], mf = fin[(rounds - 1) / 2], ratio = mf / mo;
+    printf("  (b) final pp_unpin against an ordinary one, %zu entries, %u interleaved rounds,"
+           " median ns per unpin [min, max]:\n", n, rounds);
+    printf("      ordinary (entry still owned)      %7.2f  [%.2f, %.2f]\n", mo, ord[0],
+           ord[rounds - 1]);
+    printf("      final (dead entry: queues it)     %7.2f  [%.2f, %.2f]\n", mf, fin[0],
+           fin[rounds - 1]);
+    printf("      final / ordinary = %.2f  (target <= 2.0: %s)\n", ratio,
+           ratio <= 2.0 ? "met" : "NOT met");
+    free(ord);
+    free(fin);
+    free(refs);
+}
+
+/* ---- (c) memory per entry ----------------------------------------------- */
+
+static double rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        pb_die("cannot open /proc/self/statm: %s", strerror(errno));
+    unsigned long size, resident;
+    int ok = fscanf(f, "%lu %lu", &size, &resident) == 2;
+    if (fclose(f) != 0 || !ok)
+        pb_die("cannot read /proc/self/statm");
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        pb_die_errno("sysconf(_SC_PAGESIZE)", errno);
+    return (double)resident * (double)page;
+}
+
+/* The resident set before a measurement: freed memory given back first. */
+static double rss_settled(void)
+{
+    malloc_trim(0);
+    return rss_bytes();
+}
+
+static void no_free(void *data, size_t size, void *ctx)
+{
+    (void)data, (void)size, (void)ctx;
+}
+
+static const pp_type_t shared_type = { .name = "pinbench-shared", .free = no_free };
+
+static double pinpool_bytes_per_entry(size_t n, void *shared)
+{
+    pp_pool_t *pool = new_pool();
+    pp_ref_t *refs = pb_malloc(n * sizeof *refs);
+    memset(refs, 0xff, n * sizeof *refs);         /* touched: not the pool's */
+    double before = rss_settled();
+    int rc;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = pp_put(pool, shared, 0, &shared_type, 0, &refs[i])) != 0)
+            pb_die_pp("pp_put", rc);
+    double after = rss_bytes();
+    release_all(pool, refs, n);
+    destroy_pool(pool);
+    free(refs);
+    return (after - before) / (double)n;
+}
+
+static double impl_bytes_per_entry(const pb_impl_t *im, size_t n, void *shared)
+{
+    double before = rss_settled();
+    void *t = im->create(n, shared);
+    double after = rss_bytes();
+    im->destroy(t);
+    return (after - before) / (double)n;
+}
+
+static void bytes_per_entry(const size_t sizes[2], const pb_impl_t *const *others,
+                            unsigned ncompare)
+{
+    unsigned char *shared = pb_malloc(4096);
+    memset(shared, 1, 4096);
+    printf("  (c) memory per entry: resident-set growth / entries (every entry points at"
+           " one shared buffer):\n");
+    printf("      %-12s", "impl");
+    for (int k = 0; k < 2; k++) {
+        char head[48];
+        snprintf(head, sizeof head, "%zu entries", sizes[k]);
+        printf(" %20s", head);
+    }
+    printf("\n");
+    double pp[2];
+    for (int k = 0; k < 2; k++) {
+        pb_progress("reclaim figures: bytes per entry, pinpool, %zu entries", sizes[k]);
+        pp[k] = pinpool_bytes_per_entry(sizes[k], shared);
+    }
+    pb_progress_clear();
+    /* What one more cold entry costs: the slope from the smaller table to
+     * the larger, without the fixed part (directory, the unused tail of the
+     * last 512 KiB table segment, thread records). */
+    double marginal = (pp[1] * (double)sizes[1] - pp[0] * (double)sizes[0]) /
+                      (double)(sizes[1] - sizes[0]);
+    printf("      %-12s %18.1f B %18.1f B\n", "pinpool", pp[0], pp[1]);
+    for (unsigned o = 0; o < ncompare; o++) {
+        double v[2];
+        for (int k = 0; k < 2; k++) {
+            pb_progress("reclaim figures: bytes per entry, %s, %zu entries", others[o]->name,
+                        sizes[k]);
+            v[k] = impl_bytes_per_entry(others[o], sizes[k], shared);
+        }
+        pb_progress_clear();
+        printf("      %-12s %18.1f B %18.1f B\n", others[o]->name, v[0], v[1]);
+    }
+    printf("      pinpool, each further entry (%zu to %zu entries): %.1f B  (target <= 64: %s)\n",
+           sizes[0], sizes[1], marginal, marginal <= 64.0 ? "met" : "NOT met");
+    free(shared);
+}
+
+void pb_reclaim_figures(int quick, const pb_impl_t *const *compare, unsigned ncompare)
+{
+    printf("\nreclaim figures (fresh pools, default options):\n");
+    fflush(stdout);
+    pb_progress("reclaim figures: lag");
+    reclaim_lag(quick ? 5000 : 50000);
+    pb_progress_clear();
+    fflush(stdout);
+    pb_progress("reclaim figures: final against ordinary unpin");
+    final_unpin_cost(quick ? 2000 : 20000, quick ? 3 : 11);
+    pb_progress_clear();
+    fflush(stdout);
+    static const size_t full[2] = { 1000000, 10000000 }, small[2] = { 100000, 1000000 };
+    bytes_per_entry(quick ? small : full, compare, ncompare);
+    fflush(stdout);
+}

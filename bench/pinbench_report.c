@@ -1,0 +1,314 @@
+/*
+ * pinbench_report.c -- what pinbench prints and writes: the table of each
+ * scenario, the ratios the project tracks (each against its target), the
+ * CSV file and its check, and the gnuplot picture.
+ */
+#define _GNU_SOURCE
+#include "pinbench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PB_CSV_HEADER "scenario,impl,threads,ops,seconds,mops_per_s,ns_per_op_thread"
+
+/* ------------------------------------------------------------------------ */
+/* Table                                                                     */
+/* ------------------------------------------------------------------------ */
+
+void pb_print_table(const pb_results_t *r, unsigned s)
+{
+    printf("\n%s: %s\n", r->scen[s], r->scen_what[s]);
+    printf("  %-14s", "Mops/s (ns/op)");
+    for (unsigned t = 0; t < r->nthreads; t++) {
+        char head[32];
+        snprintf(head, sizeof head, "%u thread%s", r->threads[t], r->threads[t] == 1 ? "" : "s");
+        printf(" %19s", head);
+    }
+    printf("\n");
+    for (unsigned i = 0; i < r->nimpl; i++) {
+        int any = 0;
+        for (unsigned t = 0; t < r->nthreads; t++)
+            any |= pb_cell(r, s, i, t)->run;
+        printf("  %-14s", r->impl[i]);
+        for (unsigned t = 0; t < r->nthreads; t++) {
+            const pb_result_t *c = pb_cell(r, s, i, t);
+            if (c->run)
+                printf(" %9.2f (%7.2f)", c->mops, c->ns_per_op);
+            else
+                printf(" %19s", "-");
+        }
+        printf("%s\n", any ? "" : "   (not run)");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ratios                                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum { NS, MOPS };
+enum { AT_MOST, AT_LEAST };
+
+typedef struct pb_ratio {
+    const char *scen;
+    const char *a_impl;
+    unsigned a_threads;
+    const char *b_impl;
+    unsigned b_threads;
+    int metric;                 /* NS: ns per op per thread; MOPS: Mops/s */
+    int sense;
+    double target;
+} pb_ratio_t;
+
+/* The project's targets (../shared/BENCH.md and the pinbench brief). */
+static const pb_ratio_t ratios[] = {
+    { "hot",         "pinpool",      1, "atomic-limit", 1, NS,   AT_MOST,  1.5 },
+    { "hot",         "pinpool",      2, "naive-array",  2, MOPS, AT_LEAST, 3.0 },
+    { "hot",         "pinpool",      8, "pinpool",      2, MOPS, AT_LEAST, 0.8 },
+    { "uniform",     "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  1.3 },
+    { "uniform-10k", "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  1.3 },
+    { "uniform-10m", "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  1.3 },
+    { "uniform",     "pinpool",      2, "mutex-dict",   2, MOPS, AT_LEAST, 5.0 },
+    { "uniform",     "pinpool",      2, "urcu-lfht",    2, MOPS, AT_LEAST, 1.5 },
+    { "task",        "pinpool-qsbr", 2, "pinpool",      2, MOPS, AT_LEAST, 1.0 },
+    { "task",        "pinpool",      2, "urcu-lfht",    2, MOPS, AT_LEAST, 1.5 },
+    { "churn",       "pinpool",      2, "mutex-dict",   2, MOPS, AT_LEAST, 2.0 },
+};
+
+static const pb_result_t *find(const pb_results_t *r, const char *scen, const char *impl,
+                               unsigned threads)
+{
+    for (unsigned s = 0; s < r->nscen; s++) {
+        if (strcmp(r->scen[s], scen) != 0)
+            continue;
+        for (unsigned i = 0; i < r->nimpl; i++) {
+            if (strcmp(r->impl[i], impl) != 0)
+                continue;
+            for (unsigned t = 0; t < r->nthreads; t++)
+                if (r->threads[t] == threads && pb_cell(r, s, i, t)->run)
+                    return pb_cell(r, s, i, t);
+        }
+    }
+    return NULL;
+}
+
+static const char *threads_word(unsigned n)
+{
+    return n == 1 ? "thread" : "threads";
+}
+
+void pb_print_ratios(const pb_results_t *r)
+{
+    int printed = 0;
+    for (size_t k = 0; k < sizeof ratios / sizeof ratios[0]; k++) {
+        const pb_ratio_t *q = &ratios[k];
+        const pb_result_t *a = find(r, q->scen, q->a_impl, q->a_threads);
+        const pb_result_t *b = find(r, q->scen, q->b_impl, q->b_threads);
+        if (a == NULL || b == NULL)
+            continue;                    /* its cells were not run */
+        if (!printed++)
+            printf("\nratios (medians of this run) against the project's targets:\n");
+        double v = q->metric == NS ? a->ns_per_op / b->ns_per_op : a->mops / b->mops;
+        int met = q->sense == AT_MOST ? v <= q->target : v >= q->target;
+        char label[160];
+        if (strcmp(q->a_impl, q->b_impl) == 0)
+            snprintf(label, sizeof label, "%s: %s %u %s / %u %s, %s", q->scen, q->a_impl,
+                     q->a_threads, threads_word(q->a_threads), q->b_threads,
+                     threads_word(q->b_threads), q->metric == NS ? "ns per op" : "Mops/s");
+        else
+            snprintf(label, sizeof label, "%s %u %s: %s / %s, %s", q->scen, q->a_threads,
+                     threads_word(q->a_threads), q->a_impl, q->b_impl,
+                     q->metric == NS ? "ns per op" : "Mops/s");
+        printf("  %-58s = %6.2f  (target %s %.1f: %s)\n", label, v,
+               q->sense == AT_MOST ? "<=" : ">=", q->target, met ? "met" : "NOT met");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* CSV                                                                       */
+/* ------------------------------------------------------------------------ */
+
+void pb_write_csv(const pb_results_t *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        pb_die("cannot create %s: %s", path, strerror(errno));
+    int bad = fprintf(f, "%s\n", PB_CSV_HEADER) < 0;
+    for (unsigned s = 0; s < r->nscen; s++)
+        for (unsigned i = 0; i < r->nimpl; i++)
+            for (unsigned t = 0; t < r->nthreads; t++) {
+                const pb_result_t *c = pb_cell(r, s, i, t);
+                if (c->run)
+                    bad |= fprintf(f, "%s,%s,%u,%llu,%.6f,%.4f,%.4f\n", r->scen[s],
+                                   r->impl[i], r->threads[t], (unsigned long long)c->ops,
+                                   c->seconds, c->mops, c->ns_per_op) < 0;
+            }
+    if (fclose(f) != 0 || bad)
+        pb_die("cannot write %s: %s", path, strerror(errno));
+    printf("\npinbench: wrote %s\n", path);
+}
+
+/* A positive finite number that is the whole field. */
+static int positive(const char *field, int integer)
+{
+    char *end;
+    errno = 0;
+    double v = integer ? (double)strtoull(field, &end, 10) : strtod(field, &end);
+    return field[0] != '\0' && field[0] != '-' && *end == '\0' && errno == 0 &&
+           isfinite(v) && v > 0;
+}
+
+void pb_check_csv(const pb_results_t *r, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        pb_die("--check-csv: cannot open %s: %s", path, strerror(errno));
+    unsigned *rows = pb_calloc(r->nscen + 1, sizeof *rows);
+    char line[1024];
+    unsigned lineno = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n')
+            pb_die("--check-csv: %s:%u: line too long or not terminated", path, lineno);
+        line[len - 1] = '\0';
+        if (lineno == 1) {
+            if (strcmp(line, PB_CSV_HEADER) != 0)
+                pb_die("--check-csv: %s: header is \"%s\", expected \"%s\"", path, line,
+                       PB_CSV_HEADER);
+            continue;
+        }
+        char *field[8], *save = NULL;
+        unsigned nf = 0;
+        for (char *p = strtok_r(line, ",", &save); p != NULL; p = strtok_r(NULL, ",", &save))
+            if (nf < 8)
+                field[nf++] = p;
+        if (nf != 7)
+            pb_die("--check-csv: %s:%u: %u fields, expected 7", path, lineno, nf);
+        int known = 0;
+        for (unsigned i = 0; i < r->nimpl; i++)
+            known |= strcmp(field[1], r->impl[i]) == 0;
+        if (!known)
+            pb_die("--check-csv: %s:%u: unknown implementation \"%s\"", path, lineno, field[1]);
+        for (unsigned k = 2; k < 7; k++)
+            if (!positive(field[k], k <= 3))
+                pb_die("--check-csv: %s:%u: field %u (\"%s\") is not a positive number",
+                       path, lineno, k + 1, field[k]);
+        unsigned s = 0;
+        while (s < r->nscen && strcmp(field[0], r->scen[s]) != 0)
+            s++;
+        if (s == r->nscen)
+            pb_die("--check-csv: %s:%u: unknown scenario \"%s\"", path, lineno, field[0]);
+        rows[s]++;
+    }
+    if (ferror(f) || fclose(f) != 0)
+        pb_die("--check-csv: cannot read %s", path);
+    if (lineno == 0)
+        pb_die("--check-csv: %s is empty", path);
+    for (unsigned s = 0; s < r->nscen; s++)
+        if (rows[s] == 0)
+            pb_die("--check-csv: %s has no row for scenario %s", path, r->scen[s]);
+    printf("pinbench: --check-csv: %s is well formed (%u rows, every scenario present)\n",
+           path, lineno - 1);
+    free(rows);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Plot                                                                      */
+/* ------------------------------------------------------------------------ */
+
+int pb_gnuplot_found(void)
+{
+    const char *path = getenv("PATH");
+    if (path == NULL || *path == '\0')
+        return 0;
+    char *dirs = strdup(path);
+    if (dirs == NULL)
+        pb_die("out of memory");
+    int found = 0;
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d != NULL && !found;
+         d = strtok_r(NULL, ":", &save)) {
+        char exe[4096];
+        if (snprintf(exe, sizeof exe, "%s/gnuplot", d) < (int)sizeof exe)
+            found = access(exe, X_OK) == 0;
+    }
+    free(dirs);
+    return found;
+}
+
+/* Throughput against threads, one panel per scenario, one line per
+ * implementation; the data go inline as gnuplot datablocks. */
+void pb_plot(const pb_results_t *r, const char *path)
+{
+    static const char *const colors[] = { "#7b2cbf", "#2a9d8f", "#8d99ae",
+                                           "#e76f51", "#d62828", "#1d4ed8" };
+    if (strpbrk(path, "'\"\n\\") != NULL)
+        pb_die("--plot: the file name may not contain quotes, backslashes or newlines");
+    if (!pb_gnuplot_found())
+        pb_die("--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
+    FILE *g = popen("gnuplot", "w");
+    if (g == NULL)
+        pb_die("cannot run gnuplot: %s", strerror(errno));
+    unsigned cols = r->nscen < 3 ? r->nscen : 3, rows = (r->nscen + cols - 1) / cols;
+    unsigned maxthr = 1;
+    for (unsigned t = 0; t < r->nthreads; t++)
+        if (r->threads[t] > maxthr)
+            maxthr = r->threads[t];
+
+    for (unsigned s = 0; s < r->nscen; s++)
+        for (unsigned i = 0; i < r->nimpl; i++) {
+            fprintf(g, "$d%u_%u << EOD\n", s, i);
+            for (unsigned t = 0; t < r->nthreads; t++) {
+                const pb_result_t *c = pb_cell(r, s, i, t);
+                if (c->run)
+                    fprintf(g, "%u %.6g\n", r->threads[t], c->mops);
+            }
+            fprintf(g, "EOD\n");
+        }
+    /* pngcairo draws better; plain png (libgd) is the fallback. */
+    fprintf(g,
+            "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+            "  set terminal pngcairo size %u,%u font ',10'\n"
+            "} else {\n"
+            "  set terminal png size %u,%u\n"
+            "}\n"
+            "set output '%s'\n"
+            "set multiplot layout %u,%u title 'pinbench: throughput (Mops/s, all threads,"
+            " median round) against threads'\n"
+            "set logscale xy 2\n"
+            "set xrange [0.8:%g]\n"
+            "set xtics (",
+            cols * 600, rows * 380 + 40, cols * 600, rows * 380 + 40, path, rows, cols,
+            maxthr * 1.25);
+    for (unsigned t = 0; t < r->nthreads; t++)
+        fprintf(g, "%s'%u' %u", t ? ", " : "", r->threads[t], r->threads[t]);
+    fprintf(g, ")\nset format y '%%g'\nset grid\n"
+               "set key outside right top vertical font ',8' samplen 2\n"
+               "set xlabel 'threads'\nset ylabel 'Mops/s'\n");
+    for (unsigned s = 0; s < r->nscen; s++) {
+        fprintf(g, "set title '%s'\nplot ", r->scen[s]);
+        int first = 1;
+        for (unsigned i = 0; i < r->nimpl; i++) {
+            int any = 0;
+            for (unsigned t = 0; t < r->nthreads; t++)
+                any |= pb_cell(r, s, i, t)->run;
+            if (!any)
+                continue;
+            fprintf(g, "%s$d%u_%u using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb '%s'"
+                    " title '%s'", first ? "" : ", ", s, i,
+                    colors[i % (sizeof colors / sizeof colors[0])], r->impl[i]);
+            first = 0;
+        }
+        if (first)
+            fprintf(g, "NaN notitle");
+        fprintf(g, "\n");
+    }
+    fprintf(g, "unset multiplot\nset output\n");
+    int st = pclose(g);
+    if (st != 0)
+        pb_die("gnuplot failed (status %d) drawing %s", st, path);
+    printf("pinbench: wrote %s\n", path);
+}

@@ -554,7 +554,7 @@ typedef struct pp_node_stats {
     uint64_t hot_full;           /* promotions not made: all hot slots taken */
     /* Reclaim lag: time from the final unpin/release to the free call,
      * sampled (a clock read costs more than the rest of a final unpin):
-     * the first of every 8 entries a thread queues for a node is timed. */
+     * the first of every 64 entries a thread queues for a node is timed. */
     uint64_t lag_count, lag_total_ns, lag_max_ns;
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets
                                          per power of two: the bucket's upper

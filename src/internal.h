@@ -254,7 +254,7 @@ typedef struct pp__extent {
 /* ------------------------------------------------------------------------ */
 
 #define PP__LAG_BUCKETS 128
-#define PP__LAG_SAMPLE  8            /* one queued entry in 8 carries its time */
+#define PP__LAG_SAMPLE  64           /* one queued entry in 64 carries its time */
 #define PP__LAG_NONE    UINT32_MAX   /* queued_us of an entry not sampled */
 
 #define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */

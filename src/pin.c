@@ -149,45 +149,11 @@ static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned fla
     return 0;
 }
 
-/* The fast path of a pin: a resident cold entry, a registered thread, no
- * tracking, no contention.  It calls nothing, so the compiler keeps it in
- * scratch registers; 0 (pinned, counted) or nonzero (nothing done). */
-static inline int pp__pin_try(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
+/* A pin that the fast path found HOT: one CAS on the thread's cached shard
+ * (pp__hot_fast), else the full way.  Tracking is off here. */
+static PP__NOINLINE_HOT int pp__pin_hot_fast(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
+                                             pp_ref_t ref, unsigned flags, void **data)
 {
-    if (PP__UNLIKELY(pool == NULL || (flags & ~PP__PIN_FLAGS) != 0 || pool->track))
-        return 1;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    pp__thread_t *t = pp__thread_cached(pool);
-    if (PP__UNLIKELY(e == NULL || t == NULL))
-        return 1;
-    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0;
-    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (PP__UNLIKELY(pw & PP__F_HOT))
-        return PP__HOT;
-    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
-                     (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
-                         (PP__F_LIVE | PP__F_RESIDENT) ||
-                     pp__pw_pins(pw) == PP_MAX_PINS || PINPOOL_SEED_BUG_NO_DIRTY ||
-                     PINPOOL_SEED_BUG_STALE_GEN || PP__YIELD_ON(PIN)))
-        return 1;
-    /* acquire: as in pp__pin_entry.  One try: a failed CAS (contention)
-     * goes the full way, which counts failures and may make the entry hot. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF)))
-        return 1;
-    if (data != NULL)
-        *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
-    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
-    return 0;
-}
-
-/* A pin that pp__pin_try found HOT: the thread's cached shard, else the
- * full way. */
-static PP__NOINLINE_HOT int pp__pin_try_hot(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
-                                            void **data, const char *file, int line)
-{
-    pp__entry_t *e = pp__lookup(pool, ref);
-    pp__thread_t *t = pp__thread_cached(pool);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (!(flags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
         pp__hot_fast(t, e, pw, 1, pool->hot_scap)) {
@@ -196,17 +162,42 @@ static PP__NOINLINE_HOT int pp__pin_try_hot(pp_pool_t *pool, pp_ref_t ref, unsig
         pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
         return 0;
     }
-    return pp__pin_full(pool, ref, flags, data, file, line);
+    return pp__pin_full(pool, ref, flags, data, NULL, 0);
 }
 
 int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                const char *file, int line)
 {
-    int rc = pp__pin_try(pool, ref, flags, data);
-    if (PP__LIKELY(rc == 0))
-        return 0;
-    if (rc == PP__HOT)
-        return pp__pin_try_hot(pool, ref, flags, data, file, line);
+    /* The fast path: a resident cold entry, a registered thread, no
+     * tracking, no contention.  It calls nothing but in tail position, so
+     * the compiler keeps it in scratch registers; whatever it does not
+     * finish goes the full way, which starts over (nothing was done). */
+    if (PP__UNLIKELY(pool == NULL || (flags & ~PP__PIN_FLAGS) != 0 || pool->track))
+        goto full;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    pp__thread_t *t = pp__thread_cached(pool);
+    if (PP__UNLIKELY(e == NULL || t == NULL))
+        goto full;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (PP__UNLIKELY(pw & PP__F_HOT))
+        return pp__pin_hot_fast(pool, e, t, ref, flags, data);
+    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
+    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
+                     (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
+                         (PP__F_LIVE | PP__F_RESIDENT) ||
+                     pp__pw_pins(pw) == PP_MAX_PINS || PINPOOL_SEED_BUG_NO_DIRTY ||
+                     PINPOOL_SEED_BUG_STALE_GEN || PP__YIELD_ON(PIN)))
+        goto full;
+    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0;
+    /* acquire: as in pp__pin_entry.  One try: a failed CAS (contention)
+     * goes the full way, which counts failures and may make the entry hot. */
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF)))
+        goto full;
+    if (data != NULL)
+        *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
+    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
+    return 0;
+full:
     return pp__pin_full(pool, ref, flags, data, file, line);
 }
 
@@ -219,7 +210,7 @@ int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
 /* The unpin of a dead entry (its last owner is gone), off the fast path:
  * the last pin queues it for its reclaimer, or, with an I/O in flight,
  * leaves it to whoever ends that I/O (counted in dead_in_io first). */
-static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static PP__NOINLINE_HOT int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                       pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
@@ -333,39 +324,11 @@ static PP__NOINLINE int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
     return pp__unpin(pool, ref, t);
 }
 
-/* The fast path of an unpin: a live cold entry that holds a pin, a
- * registered thread, no tracking, no contention; calls nothing.  0
- * (unpinned, counted) or nonzero (nothing done). */
-static inline int pp__unpin_try(pp_pool_t *pool, pp_ref_t ref)
+/* An unpin that the fast path found HOT: one CAS on the thread's cached
+ * shard, else the full way.  Tracking is off here. */
+static PP__NOINLINE_HOT int pp__unpin_hot_fast(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
+                                               pp_ref_t ref, uint64_t pw)
 {
-    if (PP__UNLIKELY(pool == NULL || pool->track))
-        return 1;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    pp__thread_t *t = pp__thread_cached(pool);
-    if (PP__UNLIKELY(e == NULL || t == NULL))
-        return 1;
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (PP__UNLIKELY(pw & PP__F_HOT))
-        return PP__HOT;
-    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
-                     (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE ||
-                     pp__pw_pins(pw) == 0 || PINPOOL_SEED_BUG_RELAXED_UNPIN ||
-                     PP__YIELD_ON(UNPIN)))
-        return 1;
-    /* acq_rel: as in pp__unpin_entry. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw))))
-        return 1;
-    pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
-    return 0;
-}
-
-/* An unpin that pp__unpin_try found HOT: the thread's cached shard, else
- * the full way. */
-static PP__NOINLINE_HOT int pp__unpin_try_hot(pp_pool_t *pool, pp_ref_t ref)
-{
-    pp__entry_t *e = pp__lookup(pool, ref);
-    pp__thread_t *t = pp__thread_cached(pool);
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_fast(t, e, pw, -1, 0)) {
         pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
         return 0;
@@ -375,11 +338,29 @@ static PP__NOINLINE_HOT int pp__unpin_try_hot(pp_pool_t *pool, pp_ref_t ref)
 
 int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
 {
-    int rc = pp__unpin_try(pool, ref);
-    if (PP__LIKELY(rc == 0))
-        return 0;
-    if (rc == PP__HOT)
-        return pp__unpin_try_hot(pool, ref);
+    /* The fast path, as in pp_pin_loc: a live cold entry that holds a pin;
+     * a dead one (the final unpin) goes straight to pp__unpin_dead. */
+    if (PP__UNLIKELY(pool == NULL || pool->track))
+        goto full;
+    pp__entry_t *e = pp__lookup(pool, ref);
+    pp__thread_t *t = pp__thread_cached(pool);
+    if (PP__UNLIKELY(e == NULL || t == NULL))
+        goto full;
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if (PP__UNLIKELY(pw & PP__F_HOT))
+        return pp__unpin_hot_fast(pool, e, t, ref, pw);
+    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) ||
+                     pp__pw_pins(pw) == 0 || PINPOOL_SEED_BUG_RELAXED_UNPIN ||
+                     PP__YIELD_ON(UNPIN)))
+        goto full;
+    if (PP__UNLIKELY(pw & PP__F_DEAD))
+        return pp__unpin_dead(pool, e, ref, t, true);
+    /* acq_rel: as in pp__unpin_entry. */
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw))))
+        goto full;
+    pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
+    return 0;
+full:
     return pp__unpin_full(pool, ref);
 }
 

@@ -1443,9 +1443,9 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
         EQ(frees, frees)
         EQ(frees, exp[n].puts)
         EQ(queued, frees)
-        /* Timed on a sample: the first of every 8 entries each thread
-         * queues for the node. */
-        if (s->lag_count > frees || s->lag_count < frees / 8)
+        /* Timed on a sample: the first of every PP__LAG_SAMPLE entries each
+         * thread queues for the node. */
+        if (s->lag_count > frees || s->lag_count < frees / PP__LAG_SAMPLE)
             failf(m, "pp_pool_stats node %u: lag_count = %" PRIu64 " for %" PRIu64 " frees",
                   n, (uint64_t)s->lag_count, frees);
         EQ(entries, 0)
@@ -1474,7 +1474,7 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
     EQT(frees, frees_tot)
     EQT(frees, tot.puts)
     EQT(queued, frees_tot)
-    if (s->lag_count > frees_tot || s->lag_count < frees_tot / 8)
+    if (s->lag_count > frees_tot || s->lag_count < frees_tot / PP__LAG_SAMPLE)
         failf(m, "pp_pool_stats total: lag_count = %" PRIu64 " for %" PRIu64 " frees",
               (uint64_t)s->lag_count, frees_tot);
     EQT(entries, 0)

@@ -2286,9 +2286,9 @@ static void check_stats(thr_t *m, const pp_stats_t *st, const cnt_t *exp, const 
         EXPECT(gets, e->gets);
         EXPECT(frees, e->puts);
         EXPECT(queued, e->puts);
-        /* The lag is timed on a sample (at least one in 8 of each thread's
-         * queued entries per node): never more than the frees. */
-        if (s->lag_count > s->frees || s->lag_count < s->frees / 8)
+        /* The lag is timed on a sample (at least one in PP__LAG_SAMPLE of
+         * each thread's queued entries per node): never more than the frees. */
+        if (s->lag_count > s->frees || s->lag_count < s->frees / PP__LAG_SAMPLE)
             failf(m, "%s: lag_count %" PRIu64 " against %" PRIu64 " frees", where,
                   s->lag_count, s->frees);
         if (g_fd == NULL) {

@@ -1,6 +1,8 @@
 /* test_reclaim.c -- reclaim queues, reclaimer threads, free (src/reclaim.c). */
 #include "helpers.h"
 
+#include "internal.h" /* PP__LAG_SAMPLE */
+
 /* ---- free runs once, never on the finalizing thread ---------------------- */
 
 typedef struct fin {
@@ -276,10 +278,11 @@ Test(reclaim, queue_and_lag_stats, .timeout = 60)
     cr_assert_eq(s.total.frees, n);
     cr_assert_eq(s.total.queued, n);
     cr_assert_eq(s.total.reclaim_queue_depth, 0);
-    /* One thread queued them all: the first of every 8 per node is timed. */
+    /* One thread queued them all: the first of every PP__LAG_SAMPLE per node
+     * is timed. */
     uint64_t sampled = 0;
     for (unsigned k = 0; k < nodes; k++)
-        sampled += (s.node[k].frees + 7) / 8;
+        sampled += (s.node[k].frees + PP__LAG_SAMPLE - 1) / PP__LAG_SAMPLE;
     cr_assert_eq(s.total.lag_count, sampled);
     cr_assert_leq(s.total.lag_p50_ns, s.total.lag_p99_ns);
     /* Quantiles are bucket upper bounds capped at the maximum. */
@@ -292,7 +295,8 @@ Test(reclaim, queue_and_lag_stats, .timeout = 60)
     uint64_t sum_count = 0, sum_total = 0, max = 0;
     for (unsigned k = 0; k < nodes; k++) {
         pp_node_stats_t *ns = &s.node[k];
-        cr_assert_eq(ns->lag_count, (ns->frees + 7) / 8, "node %u", k);
+        cr_assert_eq(ns->lag_count, (ns->frees + PP__LAG_SAMPLE - 1) / PP__LAG_SAMPLE,
+                     "node %u", k);
         cr_assert_leq(ns->lag_p50_ns, ns->lag_p99_ns, "node %u", k);
         cr_assert_leq(ns->lag_p99_ns, ns->lag_max_ns, "node %u", k);
         cr_assert_leq(ns->lag_max_ns, ns->lag_total_ns, "node %u", k);

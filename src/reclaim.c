@@ -157,17 +157,13 @@ static ck_stack_entry_t *pp__reclaim_collect(pp_pool_t *pool, unsigned n)
     return all;
 }
 
-/* The reclaimer waits until the deadline passes or, without one, until a
- * push (or stop) moves `wake` past seen.  A timed wait (entries wait for
- * their grace period) is not announced: pushes made meanwhile are taken
- * when it ends, and the pushers pay nothing for it. */
+/* The reclaimer waits until a push (or stop) moves `wake` past seen, or
+ * the deadline (NULL: none) passes.  The wait is announced in `sleeping`:
+ * the first push that sees it bumps `wake` (one futex wake per wait); the
+ * pushes made while the reclaimer works pay one load. */
 static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
                                const struct timespec *deadline)
 {
-    if (deadline != NULL) {
-        ck_ec32_wait(&node->wake, &pp__ec_mode, seen, deadline);
-        return;
-    }
     pp__atomic_store_relaxed(&node->sleeping, 1);
     /* seq_cst: see pp__reclaim_push. */
     atomic_thread_fence(memory_order_seq_cst);

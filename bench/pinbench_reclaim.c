@@ -8,7 +8,11 @@
  *     just before its final pp_unpin; the type's free function, on the
  *     reclaimer thread, records now - stamp.  Batches of 256, one after the
  *     other, so the reclaimer sees a steady stream; p50, p99 and max of
- *     every entry, next to the pool's own histogram (pp_pool_stats).
+ *     every entry, next to the pool's own histogram (pp_pool_stats).  The
+ *     producing thread is bound to a CPU: first one the reclaimer is not
+ *     bound to (the reclaimer has a CPU to itself, as with a spare core),
+ *     then the reclaimer's own (it waits for the producer's time slice: what
+ *     a reclaimer sharing its CPU with a busy worker sees).
  * (b) What a final unpin costs against an ordinary one: each round puts N
  *     entries and pins each; "ordinary" times the loop of pp_unpin over them
  *     while they are still owned; "final" releases each first and then times
@@ -31,6 +35,9 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +119,41 @@ static void probe_free(void *data, size_t size, void *ctx)
 static const pp_type_t probe_type = { .name = "pinbench-lag-probe", .free = probe_free,
                                       .ctx = &lag_log };
 
-static void reclaim_lag(size_t m)
+/* Binds the calling thread to a CPU that the reclaimer of node 0 is bound
+ * to (same true) or is not; *cpu says which, -1 if none qualifies (then the
+ * thread stays as it is).  Returns the thread's previous mask in *old. */
+static void bind_near_reclaimer(pp_pool_t *pool, bool same, int *cpu, cpu_set_t *old)
+{
+    *cpu = -1;
+    if (pthread_getaffinity_np(pthread_self(), sizeof *old, old) != 0)
+        pb_die("pthread_getaffinity_np failed");
+    pp_stats_t st;
+    int rc = pp_pool_stats(pool, &st);
+    if (rc != 0)
+        pb_die_pp("pp_pool_stats", rc);
+    cpu_set_t rec;
+    if (st.node[0].reclaimer_tid <= 0 ||
+        sched_getaffinity(st.node[0].reclaimer_tid, sizeof rec, &rec) != 0)
+        return;
+    for (int c = 0; c < CPU_SETSIZE && *cpu < 0; c++)
+        if (CPU_ISSET(c, old) && (CPU_ISSET(c, &rec) != 0) == same)
+            *cpu = c;
+    if (*cpu < 0)
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(*cpu, &one);
+    if ((rc = pthread_setaffinity_np(pthread_self(), sizeof one, &one)) != 0)
+        pb_die_errno("pthread_setaffinity_np", rc);
+}
+
+static void reclaim_lag(size_t m, bool same_cpu)
 {
     enum { BATCH = 256 };
     pp_pool_t *pool = new_pool();
+    int cpu;
+    cpu_set_t old;
+    bind_near_reclaimer(pool, same_cpu, &cpu, &old);
     probe_t *probes = aligned_alloc(64, m * sizeof *probes);
     if (probes == NULL)
         pb_die("out of memory (probes)");
@@ -143,6 +181,9 @@ static void reclaim_lag(size_t m)
         }
     }
     drain(pool);
+    int rc2 = pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    if (rc2 != 0)
+        pb_die_errno("pthread_setaffinity_np", rc2);
     size_t got = atomic_load_explicit(&lag_log.n, memory_order_relaxed);
     if (got != m)
         pb_die("reclaim lag: %zu entries freed after the drain, expected %zu", got, m);
@@ -156,8 +197,15 @@ static void reclaim_lag(size_t m)
     for (size_t i = 0; i < m; i++)
         sum += (double)lag_log.lag[i];
     char a[32], b[32], c[32], d[32], e[32], f[32];
-    printf("  (a) reclaim lag, final pp_unpin to the free call, %zu entries in batches of %d:\n",
-           m, (int)BATCH);
+    char where[64];
+    if (cpu < 0)
+        snprintf(where, sizeof where, "producer unbound: no CPU %s the reclaimer's",
+                 same_cpu ? "is" : "but");
+    else
+        snprintf(where, sizeof where, "producer on CPU %d, %s", cpu,
+                 same_cpu ? "the reclaimer's own" : "not the reclaimer's");
+    printf("  (a%s) reclaim lag, final pp_unpin to the free call, %zu entries in batches of %d,"
+           " %s:\n", same_cpu ? "'" : "", m, (int)BATCH, where);
     printf("      measured by the free function:  p50 %s, p99 %s, max %s, mean %s\n",
            fmt_ns((double)lag_log.lag[m / 2], a), fmt_ns((double)lag_log.lag[m * 99 / 100], b),
            fmt_ns((double)lag_log.lag[m - 1], c), fmt_ns(sum / (double)m, d));
@@ -356,7 +404,11 @@ void pb_reclaim_figures(int quick, const pb_impl_t *const *compare, unsigned nco
     printf("\nreclaim figures (fresh pools, default options):\n");
     fflush(stdout);
     pb_progress("reclaim figures: lag");
-    reclaim_lag(quick ? 5000 : 50000);
+    reclaim_lag(quick ? 5000 : 50000, false);
+    pb_progress_clear();
+    fflush(stdout);
+    pb_progress("reclaim figures: lag, sharing the reclaimer's CPU");
+    reclaim_lag(quick ? 5000 : 50000, true);
     pb_progress_clear();
     fflush(stdout);
     pb_progress("reclaim figures: final against ordinary unpin");

@@ -302,8 +302,10 @@ typedef struct pp_options {
 /* ------------------------------------------------------------------------ */
 
 /* Creates a pool: loads the topology, makes one node domain per NUMA node
- * (tables, reclaim queue, reclaimer thread bound to the node's CPUs where
- * binding is possible).  opt may be NULL for the defaults.
+ * (tables, reclaim queues, a reclaimer thread bound, where binding is
+ * possible, to one CPU of the node: the last one this process may use, so
+ * that the kernel cannot move it onto the busy CPU of a thread that wakes
+ * it).  opt may be NULL for the defaults.
  * With swap_dir, also makes the private swap directory and one swap file
  * per node, and starts one swap thread per node.
  * Errors: PP_EINVAL (NULL out, unknown flags, swap_dir without mem_limit),
@@ -560,7 +562,7 @@ typedef struct pp_node_stats {
                                          per power of two: the bucket's upper
                                          bound, capped at lag_max_ns */
     int reclaimer_tid;           /* OS thread id of the node's reclaimer */
-    int cpu_bound;               /* reclaimer bound to the node's CPUs */
+    int cpu_bound;               /* reclaimer bound to one CPU of the node */
     int mem_bound;               /* table memory bound to the node */
 } pp_node_stats_t;
 

@@ -602,7 +602,7 @@ static void *pp__swap_main(void *arg)
     pp__node_t *node = arg;
     pp_pool_t *pool = node->pool;
     uint64_t served = 0;
-    (void)pp__bind_thread_to_node(pool, node->index);
+    (void)pp__bind_thread_to_node(pool, node->index, false);
     for (;;) {
         uint32_t seen = ck_ec32_value(&node->io_wake);
         /* acquire: pairs with destroy's release of io_stop. */

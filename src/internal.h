@@ -432,8 +432,9 @@ void pp__topology_free(pp_pool_t *pool);
  * else ordinary pages.  Zeroed.  NULL on failure. */
 void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound);
 void pp__node_free(pp_pool_t *pool, void *p, size_t len);
-/* Binds the calling thread to node n's CPUs; false where impossible. */
-bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n);
+/* Binds the calling thread to node n's CPUs, or (one_cpu) to the last of
+ * them this process may run on; false where impossible. */
+bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu);
 /* Node of the calling thread (real topology: the CPU it runs on). */
 unsigned pp__current_node(pp_pool_t *pool, pp__thread_t *t);
 

@@ -76,6 +76,7 @@ static const struct ck_ec_ops pp__ec_ops = {
     .wait64 = pp__ec_wait64,
     .wake32 = pp__ec_wake32,
     .wake64 = pp__ec_wake64,
+    .busy_loop_iter = 4000,
 };
 
 /* Many producers (any thread doing a final unpin), one waiter. */
@@ -315,7 +316,11 @@ static void *pp__reclaimer_main(void *arg)
     uint32_t backoff_ns = 20000;
 
     pp__atomic_store_relaxed(&node->tid, (int)gettid());
-    pp__atomic_store_relaxed(&node->cpu_bound, pp__bind_thread_to_node(pool, node->index));
+    /* One CPU of the node: bound to the whole node, the reclaimer was
+     * pulled by the kernel onto the CPU of the thread that woke it, and
+     * waited there behind that busy thread for a time slice (reclaim lag of
+     * 1-2 ms instead of microseconds, pinbench). */
+    pp__atomic_store_relaxed(&node->cpu_bound, pp__bind_thread_to_node(pool, node->index, true));
     pp__ready_sink = &ready;
     sem_post(&pool->started);
 

@@ -122,14 +122,29 @@ void pp__node_free(pp_pool_t *pool, void *p, size_t len)
         hwloc_free(pool->topo, p, len);
 }
 
-bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n)
+bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu)
 {
     if (!pool->thissystem)
         return false;
     hwloc_obj_t obj = pp__numa_obj(pool, n);
     if (obj == NULL || hwloc_bitmap_iszero(obj->cpuset))
         return false;   /* a memory-only node: nothing to bind to */
-    return hwloc_set_cpubind(pool->topo, obj->cpuset, HWLOC_CPUBIND_THREAD) == 0;
+    if (!one_cpu)
+        return hwloc_set_cpubind(pool->topo, obj->cpuset, HWLOC_CPUBIND_THREAD) == 0;
+    /* The last of the node's CPUs this process may run on (its cgroup's
+     * cpuset, whatever the creating thread's own binding). */
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set == NULL)
+        return false;
+    hwloc_bitmap_and(set, hwloc_topology_get_allowed_cpuset(pool->topo), obj->cpuset);
+    int last = hwloc_bitmap_last(set);
+    bool ok = last >= 0;
+    if (ok) {
+        hwloc_bitmap_only(set, (unsigned)last);
+        ok = hwloc_set_cpubind(pool->topo, set, HWLOC_CPUBIND_THREAD) == 0;
+    }
+    hwloc_bitmap_free(set);
+    return ok;
 }
 
 unsigned pp__current_node(pp_pool_t *pool, pp__thread_t *t)

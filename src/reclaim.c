@@ -76,7 +76,6 @@ static const struct ck_ec_ops pp__ec_ops = {
     .wait64 = pp__ec_wait64,
     .wake32 = pp__ec_wake32,
     .wake64 = pp__ec_wake64,
-    .busy_loop_iter = 4000,
 };
 
 /* Many producers (any thread doing a final unpin), one waiter. */

@@ -19,6 +19,8 @@
  *     the loop of pp_unpin, each of which queues its entry for the
  *     reclaimer.  The two variants alternate in order, round by round; the
  *     pool is drained between them (pp_pool_drain); medians of ns per unpin.
+ *     The thread runs on a CPU the reclaimer is not bound to (on the same
+ *     one, the reclaimer's frees would be timed with the unpins).
  * (c) Memory per entry: resident-set growth (/proc/self/statm, after
  *     malloc_trim so that freed memory is not silently reused) while N
  *     entries are made, divided by N.  Every entry points at one shared,
@@ -273,6 +275,11 @@ static void final_unpin_cost(size_t n, unsigned rounds)
     pp_pool_t *pool = new_pool();
     pp_ref_t *refs = pb_calloc(n, sizeof *refs);
     double *ord = pb_calloc(rounds, sizeof *ord), *fin = pb_calloc(rounds, sizeof *fin);
+    /* On a CPU the reclaimer is not bound to: sharing one, the reclaimer's
+     * own work (the frees) lands inside the timed loop. */
+    int cpu;
+    cpu_set_t old;
+    bind_near_reclaimer(pool, false, &cpu, &old);
     run_ordinary(pool, refs, n);         /* warm-up: table segments, caches */
     run_final(pool, refs, n);
     for (unsigned r = 0; r < rounds; r++) {
@@ -285,11 +292,15 @@ static void final_unpin_cost(size_t n, unsigned rounds)
         }
     }
     destroy_pool(pool);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    if (rc != 0)
+        pb_die_errno("pthread_setaffinity_np", rc);
     qsort(ord, rounds, sizeof *ord, cmp_double);
     qsort(fin, rounds, sizeof *fin, cmp_double);
     double mo = ord[(rounds - 1) / 2], mf = fin[(rounds - 1) / 2], ratio = mf / mo;
     printf("  (b) final pp_unpin against an ordinary one, %zu entries, %u interleaved rounds,"
-           " median ns per unpin [min, max]:\n", n, rounds);
+           " median ns per unpin [min, max], %s:\n", n, rounds,
+           cpu < 0 ? "unbound (no CPU but the reclaimer's)" : "on a CPU not the reclaimer's");
     printf("      ordinary (entry still owned)      %7.2f  [%.2f, %.2f]\n", mo, ord[0],
            ord[rounds - 1]);
     printf("      final (dead entry: queues it)     %7.2f  [%.2f, %.2f]\n", mf, fin[0],

@@ -1,9 +1,11 @@
 /*
- * pinpair -- a first look at the cost of pp_pin + pp_unpin of a resident
- * entry on one thread, against one bare atomic add + sub on a private
- * counter, measured in the same process, interleaved round by round
- * (A B A B ...), medians reported (see ../shared/BENCH.md: ratios, never a
- * lone absolute time).  The full benchmark (pinbench) is its own program.
+ * pinpair -- the cost of pp_pin + pp_unpin of a resident entry on one
+ * thread, against one bare atomic add + sub on a private counter and
+ * against the floor of any validated pin (a generation-checked CAS each
+ * way through a call, below), measured in the same process, interleaved
+ * round by round (A B C A B C ...), medians reported (see
+ * ../shared/BENCH.md: ratios, never a lone absolute time).  The full
+ * benchmark against other structures is pinbench.
  *
  * The cost of a pin depends measurably on where the entry sits (its slot's
  * address), so round r pins entry r mod E of E entries put first, and the
@@ -41,6 +43,59 @@ static double run_bare(long iters)
     for (long i = 0; i < iters; i++) {
         atomic_fetch_add_explicit(&bare_counter, 1, memory_order_acquire);
         atomic_fetch_sub_explicit(&bare_counter, 1, memory_order_release);
+    }
+    return (now_s() - t0) / (double)iters * 1e9;
+}
+
+/*
+ * The floor of a validated pin: what any pin that checks a ref's generation
+ * in the same atomic word as the count must do at least -- decode the ref,
+ * find its slot (one 64-byte slot per entry), load the word, check the
+ * generation and that the entry is live, and compare-and-swap the count --
+ * through a call, with nothing counted and no other state.  pinpool's pin
+ * is this plus its flags, statistics and the ways out to slow paths.
+ */
+typedef struct floor_slot {
+    _Atomic uint64_t w;                  /* gen:32 | live:1 (bit 31) | count */
+} __attribute__((aligned(64))) floor_slot_t;
+
+static floor_slot_t floor_table[16];
+
+__attribute__((noinline)) static int floor_pin(floor_slot_t *table, uint64_t ref)
+{
+    _Atomic uint64_t *w = &table[(ref >> 32) & 15].w;
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    do {
+        if ((uint32_t)(v >> 32) != (uint32_t)ref || !(v & (1u << 31)))
+            return -1;
+    } while (!atomic_compare_exchange_weak_explicit(w, &v, v + 1, memory_order_acquire,
+                                                    memory_order_relaxed));
+    return 0;
+}
+
+__attribute__((noinline)) static int floor_unpin(floor_slot_t *table, uint64_t ref)
+{
+    _Atomic uint64_t *w = &table[(ref >> 32) & 15].w;
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    do {
+        if ((uint32_t)(v >> 32) != (uint32_t)ref || (v & 0x7fffffffu) == 0)
+            return -1;
+    } while (!atomic_compare_exchange_weak_explicit(w, &v, v - 1, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    return 0;
+}
+
+static double run_floor(long iters, unsigned slot)
+{
+    uint64_t ref = ((uint64_t)slot << 32) | 7u;
+    atomic_store_explicit(&floor_table[slot].w, ((uint64_t)7 << 32) | (1u << 31),
+                          memory_order_relaxed);
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        if (floor_pin(floor_table, ref) != 0 || floor_unpin(floor_table, ref) != 0) {
+            fprintf(stderr, "pinpair: floor pin/unpin failed\n");
+            exit(1);
+        }
     }
     return (now_s() - t0) / (double)iters * 1e9;
 }
@@ -104,28 +159,37 @@ int main(int argc, char **argv)
 
     double *bare = calloc((size_t)rounds, sizeof *bare);
     double *pin = calloc((size_t)rounds, sizeof *pin);
-    if (bare == NULL || pin == NULL)
+    double *flo = calloc((size_t)rounds, sizeof *flo);
+    if (bare == NULL || pin == NULL || flo == NULL)
         return 1;
-    run_bare(iters / 10);          /* warm up both */
+    run_bare(iters / 10);          /* warm up all three */
+    run_floor(iters / 10, 0);
     run_pin(pool, refs[0], iters / 10);
     for (int r = 0; r < rounds; r++) {
         bare[r] = run_bare(iters);
+        flo[r] = run_floor(iters, (unsigned)r % 16u);
         pin[r] = run_pin(pool, refs[r % nentries], iters);
     }
     qsort(bare, (size_t)rounds, sizeof *bare, cmp_double);
     qsort(pin, (size_t)rounds, sizeof *pin, cmp_double);
-    double mb = bare[rounds / 2], mp = pin[rounds / 2];
+    qsort(flo, (size_t)rounds, sizeof *flo, cmp_double);
+    double mb = bare[rounds / 2], mp = pin[rounds / 2], mf = flo[rounds / 2];
 
     printf("pinpair: %d interleaved rounds x %ld pairs, 1 thread, %d entries in turn;"
            " ns per pair: median [min, max]\n", rounds, iters, nentries);
     printf("  %-34s %8.2f  [%.2f, %.2f]\n", "atomic add+sub (private line)", mb,
            bare[0], bare[rounds - 1]);
+    printf("  %-34s %8.2f  [%.2f, %.2f]\n", "validated CAS pin+unpin (floor)", mf,
+           flo[0], flo[rounds - 1]);
     printf("  %-34s %8.2f  [%.2f, %.2f]\n", "pp_pin+pp_unpin (resident entry)", mp,
            pin[0], pin[rounds - 1]);
     printf("  ratio of medians, pin+unpin / atomic add+sub:  %.2f\n", mp / mb);
+    printf("  ratio of medians, floor / atomic add+sub:      %.2f\n", mf / mb);
+    printf("  ratio of medians, pin+unpin / floor:           %.2f\n", mp / mf);
 
     free(bare);
     free(pin);
+    free(flo);
     for (int i = 0; i < nentries; i++) {
         if ((rc = pp_release(pool, refs[i])) != 0) {
             fprintf(stderr, "pinpair: pp_release: %s\n", pp_strerror(rc));

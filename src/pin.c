@@ -149,6 +149,19 @@ static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned fla
     return 0;
 }
 
+/* The fast paths' prologue: the entry a ref names and the calling thread's
+ * record, if the pool does not track pins and the thread is the one it saw
+ * last; false: take the full way. */
+static inline bool pp__fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
+                                  pp__thread_t **t)
+{
+    if (PP__UNLIKELY(pool == NULL || pool->track))
+        return false;
+    *e = pp__lookup(pool, ref);
+    *t = pp__thread_cached(pool);
+    return PP__LIKELY(*e != NULL && *t != NULL);
+}
+
 /* A pin that the fast path found HOT: one CAS on the thread's cached shard
  * (pp__hot_fast), else the full way.  Tracking is off here. */
 static PP__NOINLINE_HOT int pp__pin_hot_fast(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
@@ -172,11 +185,9 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
      * tracking, no contention.  It calls nothing but in tail position, so
      * the compiler keeps it in scratch registers; whatever it does not
      * finish goes the full way, which starts over (nothing was done). */
-    if (PP__UNLIKELY(pool == NULL || (flags & ~PP__PIN_FLAGS) != 0 || pool->track))
-        goto full;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    pp__thread_t *t = pp__thread_cached(pool);
-    if (PP__UNLIKELY(e == NULL || t == NULL))
+    pp__entry_t *e;
+    pp__thread_t *t;
+    if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0 || !pp__fast_begin(pool, ref, &e, &t)))
         goto full;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (PP__UNLIKELY(pw & PP__F_HOT))
@@ -340,11 +351,9 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
 {
     /* The fast path, as in pp_pin_loc: a live cold entry that holds a pin;
      * a dead one (the final unpin) goes straight to pp__unpin_dead. */
-    if (PP__UNLIKELY(pool == NULL || pool->track))
-        goto full;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    pp__thread_t *t = pp__thread_cached(pool);
-    if (PP__UNLIKELY(e == NULL || t == NULL))
+    pp__entry_t *e;
+    pp__thread_t *t;
+    if (PP__UNLIKELY(!pp__fast_begin(pool, ref, &e, &t)))
         goto full;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (PP__UNLIKELY(pw & PP__F_HOT))

@@ -26,10 +26,9 @@ static PP__NOINLINE void pp__pin_contended(pp_pool_t *pool, pp__entry_t *e, pp_r
  * takes pp__pin_slow) or PP__HOT (the caller takes pp__hot_pin), nothing
  * done unless 0; *data set on success. */
 static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                unsigned flags, void **data)
+                                unsigned flags, void **data, unsigned fails)
 {
     uint32_t gen = pp_ref_gen(ref);
-    unsigned fails = 0;
 #if PINPOOL_SEED_BUG_NO_DIRTY
     /* SEEDED BUG no_dirty (test builds only): a write pin (fast path) does
      * not mark the entry DIRTY, so a rewrite of an entry that still has a
@@ -45,6 +44,9 @@ static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
     /* A write pin must not write while the swap thread reads the bytes. */
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
 #endif
+    /* The fast path's failed CAS counts (pp_pin_loc). */
+    if (PP__UNLIKELY(fails != 0 && fails >= pool->hot_after && pool->hot_after != 0))
+        pp__pin_contended(pool, e, ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
 #if PINPOOL_SEED_BUG_STALE_GEN
@@ -104,16 +106,16 @@ static PP__NOINLINE_HOT int pp__pin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_
     while (rc == PP__HOT) {
         rc = pp__hot_pin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), hflags, t, data);
         if (rc == PP__RETRY)
-            rc = pp__pin_entry(pool, e, ref, flags, data);
+            rc = pp__pin_entry(pool, e, ref, flags, data, 0);
     }
     return rc;
 }
 
 static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                               unsigned flags, unsigned hflags, pp__thread_t *t,
-                              void **data)
+                              void **data, unsigned fails)
 {
-    int rc = pp__pin_entry(pool, e, ref, flags, data);
+    int rc = pp__pin_entry(pool, e, ref, flags, data, fails);
     if (PP__UNLIKELY(rc == PP__HOT))
         rc = pp__pin_hot(pool, e, ref, flags, hflags, t, data);
     return rc;
@@ -121,9 +123,10 @@ static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
 
 /* Every pin that the fast path below does not finish: the full checks,
  * tracking, the first call of a thread, loads.  The fast path has had no
- * effect when it comes here. */
+ * effect when it comes here; fails: its CASes that failed (contention). */
 static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
-                                     void **data, const char *file, int line)
+                                     void **data, const char *file, int line,
+                                     unsigned fails)
 {
     if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0))
         return PP_EINVAL;
@@ -137,7 +140,7 @@ static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned fla
      * would leave DIRTY (a write pin) and any load it made. */
     if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0)
         return PP_ENOMEM;
-    rc = pp__pin_any(pool, e, ref, flags, flags, t, data);
+    rc = pp__pin_any(pool, e, ref, flags, flags, t, data, fails);
     if (PP__UNLIKELY(rc == PP__SLOW))
         rc = pp__pin_slow(pool, e, ref, flags, true, data);
     if (PP__UNLIKELY(rc != 0)) {
@@ -175,7 +178,7 @@ static PP__NOINLINE_HOT int pp__pin_hot_fast(pp_pool_t *pool, pp__entry_t *e, pp
         pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
         return 0;
     }
-    return pp__pin_full(pool, ref, flags, data, NULL, 0);
+    return pp__pin_full(pool, ref, flags, data, NULL, 0, 0);
 }
 
 int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
@@ -203,13 +206,13 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     /* acquire: as in pp__pin_entry.  One try: a failed CAS (contention)
      * goes the full way, which counts failures and may make the entry hot. */
     if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF)))
-        goto full;
+        return pp__pin_full(pool, ref, flags, data, file, line, 1);
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
     pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     return 0;
 full:
-    return pp__pin_full(pool, ref, flags, data, file, line);
+    return pp__pin_full(pool, ref, flags, data, file, line, 0);
 }
 
 #undef pp_pin
@@ -420,7 +423,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         /* WPIN (not DIRTY) already: no promotion while we may write. */
         unsigned f = (flags & ~PP_PIN_WRITE) | ((flags & PP_PIN_WRITE) ? PP__PIN_WPIN : 0);
         void **d = data != NULL ? &data[i] : NULL;
-        int rc = e == NULL ? PP_ESTALE : pp__pin_any(pool, e, refs[i], f, flags, t, d);
+        int rc = e == NULL ? PP_ESTALE : pp__pin_any(pool, e, refs[i], f, flags, t, d, 0);
         if (rc == PP__SLOW)
             rc = pp__pin_slow(pool, e, refs[i], f, true, d);
         if (rc != 0) {

@@ -364,6 +364,11 @@ Test(hot, contention_promotes, .timeout = 120)
 {
     pp_pool_t *pool = test_pool(NULL);
     pp__debug_hot_after(pool, 1);
+    /* Debug builds: a yield before each pin's CAS, so that the CASes fail
+     * even when the hammers share one CPU (a loaded machine); release
+     * builds count on the two CPUs. */
+    if (pp__debug_yield_available())
+        pp__debug_yield_set(PP__YIELD_PIN, 2);
     ct_t *ct = ct_new(1);
     pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
     _Atomic int stop = 0;
@@ -377,6 +382,7 @@ Test(hot, contention_promotes, .timeout = 120)
     /* Bounded: the hammers stop on their own after 20 M pairs each. */
     bool promoted = WAIT_UNTIL(STAT_TOTAL(pool, hot_promotions) > 0, 60000);
     atomic_store(&stop, 1);
+    pp__debug_yield_set(0, 0);
     long total = 0;
     for (int i = 0; i < T; i++) {
         pthread_join(th[i], NULL);

@@ -287,13 +287,15 @@ int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
 
 uint32_t pp__hot_pins(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t pw)
 {
-    uint64_t sum = 0;
     pp__hot_line_t *lines;
     uint32_t tag;
+    /* A word that changes between the reads (a flag, a demotion) is read
+     * again: never a sum of nothing. */
+    while ((pw & PP__F_HOT) && !pp__hot_find(pool, n, e, &pw, &lines, &tag))
+        ;
     if (!(pw & PP__F_HOT))
         return pp__pw_pins(pw);
-    if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
-        return (pw & PP__F_HOT) ? 0 : pp__pw_pins(pw);
+    uint64_t sum = 0;
     for (unsigned k = 0; k <= pool->hot_shards; k++) {
         uint64_t w = pp__atomic_load_relaxed(&lines[k].w);
         if (pp__hot_tag(w) == tag)

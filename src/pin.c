@@ -500,18 +500,22 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
         if (e == NULL)
             return PP_ESTALE;
         unsigned node = pp_ref_node(refs[i]);
-        uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-        if (pp__word_gen(pw) == pp_ref_gen(refs[i]) && (pw & PP__F_HOT) &&
-            pp__hot_pins(pool, node, e, pw) < times) {
-            /* A snapshot of the hot counters may miss pins that move
-             * between them: only the word's count is exact. */
-            pp__hot_demote(pool, node, e);
+        uint64_t pw;
+        uint32_t pins;
+        for (;;) {
             pw = pp__atomic_load_relaxed(&e->pw);
+            if (pp__word_gen(pw) != pp_ref_gen(refs[i]) || !(pw & PP__F_LIVE))
+                return PP_ESTALE;
+            pins = pp__hot_pins(pool, node, e, pw);   /* the word's, if not HOT */
+            if (pins >= times || !(pw & PP__F_HOT))
+                break;
+            /* A snapshot of the hot counters may miss pins that move
+             * between them (pins dropped on other threads): only the
+             * word's count is exact.  Again if it was made hot again. */
+            pp__hot_demote(pool, node, e);
         }
-        if (pp__word_gen(pw) != pp_ref_gen(refs[i]) || !(pw & PP__F_LIVE))
-            return PP_ESTALE;
-        if (pp__hot_pins(pool, node, e, pw) < times)
-            return (pw & PP__F_DEAD) && pp__pw_pins(pw) == 0 ? PP_ESTALE : PP_ENOTPINNED;
+        if (pins < times)
+            return (pw & PP__F_DEAD) && pins == 0 ? PP_ESTALE : PP_ENOTPINNED;
     }
     int first_err = 0;
     for (size_t i = 0; i < n; i++) {

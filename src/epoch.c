@@ -104,10 +104,8 @@ static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
         return NULL;
     }
     t->pool = pool;
-    for (unsigned n = 0; n < pool->nnodes; n++) {
-        ck_ring_init(&t->rq[n].ring, PP__RQ_RING);
+    for (unsigned n = 0; n < pool->nnodes; n++)
         ck_stack_init(&t->rq[n].s);
-    }
     t->next = pp__atomic_load_relaxed(&pool->threads);
     /* release: the reclaimers walk the list without the lock: the record
      * (its queues) is initialised before they can see it. */

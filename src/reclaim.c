@@ -33,23 +33,6 @@
 
 #include "internal.h"
 
-#include <linux/membarrier.h>
-
-/* Whether this process registered for membarrier(PRIVATE_EXPEDITED): then
- * a final unpin's push needs no fence of its own before it reads
- * `sleeping` (pp__reclaim_push); a reclaimer about to wait issues one
- * membarrier instead, which runs a full fence on every thread of the
- * process.  Set once, before the first reclaimer starts. */
-static bool pp__mb_ok;
-static pthread_once_t pp__mb_once = PTHREAD_ONCE_INIT;
-
-static void pp__mb_init(void)
-{
-    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    pp__mb_ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-                syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* ck_ec operations (Linux futexes)                                          */
 /* ------------------------------------------------------------------------ */
@@ -134,39 +117,19 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
         pp__atomic_add_relaxed(&node->dying_bytes, e->size);
-    /* The push publishes queued_us and everything this thread (and,
+    /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
-     * entry to the reclaimer.  After it, this thread must not touch e: the
-     * reclaimer may already be freeing it. */
-    pp__rq_t *rq = &t->rq[n];
-    unsigned c = ck_pr_load_uint(&rq->ring.c_head);
-    if (rq->ring.p_tail - c < PP__RQ_RING - 3) {
-        /* The ring, two slots short of full: a slot written here was freed
-         * at least two takes ago, so the reclaimer's TSan release after
-         * that take (pp__reclaim_collect) came before the take we saw. */
-        PP__TSAN_ACQUIRE(&rq->ring.c_head);
-        ck_ring_buffer_t *slot = ck_ring_enqueue_reserve_spsc(&rq->ring, rq->buf);
-        PP__CHECK(slot != NULL);
-        slot->value = e;
-        /* Our loads and stores of e before the commit's store (which ck
-         * orders only after our stores). */
-        ck_pr_fence_release();
-        PP__TSAN_RELEASE(&rq->ring.p_tail);
-        ck_ring_enqueue_commit_spsc(&rq->ring);
-    } else {
-        ck_stack_push_upmc(&rq->s, &e->q.link);
-    }
-    /* Orders the push before the read of `sleeping`, against the
+     * entry to the reclaimer's batch pop.  After it, this thread must not
+     * touch e: the reclaimer may already be freeing it.  The queue is the
+     * thread's own: no other thread pushes to it. */
+    ck_stack_push_upmc(&t->rq[n].s, &e->q.link);
+    /* Orders the push's CAS before the read of `sleeping`, against the
      * reclaimer's store of `sleeping` before its last look at the queues
      * (pp__reclaimer_wait): either it sees our entry, or we see it about
      * to wait and bump `wake`, which ends the wait.  No write to a shared
-     * line unless the reclaimer waits.  With membarrier (Linux), the
-     * reclaimer's membarrier makes every thread's fence: ours is the
-     * compiler's only (liburcu's urcu-memb does the same). */
-    if (pp__mb_ok)
-        ck_pr_barrier();
-    else
-        atomic_thread_fence(memory_order_seq_cst);
+     * line unless the reclaimer waits.  ck's atomic-to-load fence: free
+     * where a CAS already is a full barrier (x86), a fence elsewhere. */
+    ck_pr_fence_atomic_load();
     /* The first pusher that finds it waiting wakes it, once. */
     if (pp__atomic_load_relaxed(&node->sleeping) &&
         atomic_exchange_explicit(&node->sleeping, 0, memory_order_relaxed))
@@ -181,27 +144,9 @@ static ck_stack_entry_t *pp__reclaim_collect(pp_pool_t *pool, unsigned n)
     /* acquire: pairs with the registration's release (the record's queues
      * are initialised). */
     for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL; t = t->next) {
-        pp__rq_t *rq = &t->rq[n];
-        unsigned p = ck_pr_load_uint(&rq->ring.p_tail);
-        if (p != rq->ring.c_head) {
-            /* The entries pushed before the p_tail we read (no further:
-             * their TSan release came before our acquire). */
-            ck_pr_fence_acquire();
-            PP__TSAN_ACQUIRE(&rq->ring.p_tail);
-            while (rq->ring.c_head != p) {
-                void *v;
-                PP__CHECK(ck_ring_dequeue_spsc(&rq->ring, rq->buf, &v));
-                /* After each take: the producer reuses this slot only two
-                 * takes later (pp__reclaim_push). */
-                PP__TSAN_RELEASE(&rq->ring.c_head);
-                pp__entry_t *e = v;
-                e->q.link.next = all;
-                all = &e->q.link;
-            }
-        }
-        if (ck_pr_load_ptr(&rq->s.head) == NULL)
+        if (ck_pr_load_ptr(&t->rq[n].s.head) == NULL)
             continue;
-        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&rq->s);
+        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&t->rq[n].s);
         while (batch != NULL) {
             ck_stack_entry_t *next = batch->next;
             batch->next = all;
@@ -220,17 +165,11 @@ static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
                                const struct timespec *deadline)
 {
     pp__atomic_store_relaxed(&node->sleeping, 1);
-    /* The other side of pp__reclaim_push's barrier: a full fence on every
-     * thread of the process (membarrier), or a seq_cst fence here and
-     * there. */
-    if (pp__mb_ok)
-        PP__CHECK(syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
+    /* seq_cst: see pp__reclaim_push. */
+    atomic_thread_fence(memory_order_seq_cst);
     bool empty = true;
     for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL && empty; t = t->next)
-        empty = ck_ring_size(&t->rq[node->index].ring) == 0 &&
-                ck_pr_load_ptr(&t->rq[node->index].s.head) == NULL;
+        empty = ck_pr_load_ptr(&t->rq[node->index].s.head) == NULL;
     if (empty)
         ck_ec32_wait(&node->wake, &pp__ec_mode, seen, deadline);
     pp__atomic_store_relaxed(&node->sleeping, 0);
@@ -460,7 +399,6 @@ static void *pp__reclaimer_main(void *arg)
 
 int pp__reclaim_start(pp_pool_t *pool)
 {
-    pthread_once(&pp__mb_once, pp__mb_init);
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
         ck_ec32_init(&node->wake, 0);

@@ -157,6 +157,16 @@ static ck_stack_entry_t *pp__reclaim_collect(pp_pool_t *pool, unsigned n)
     return all;
 }
 
+/* Whether any thread's queue for node n holds an entry. */
+static bool pp__reclaim_queued(pp_pool_t *pool, unsigned n)
+{
+    /* acquire: as in pp__reclaim_collect. */
+    for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL; t = t->next)
+        if (ck_pr_load_ptr(&t->rq[n].s.head) != NULL)
+            return true;
+    return false;
+}
+
 /* The reclaimer waits until a push (or stop) moves `wake` past seen, or
  * the deadline (NULL: none) passes.  The wait is announced in `sleeping`:
  * the first push that sees it bumps `wake` (one futex wake per wait); the
@@ -167,10 +177,7 @@ static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
     pp__atomic_store_relaxed(&node->sleeping, 1);
     /* seq_cst: see pp__reclaim_push. */
     atomic_thread_fence(memory_order_seq_cst);
-    bool empty = true;
-    for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL && empty; t = t->next)
-        empty = ck_pr_load_ptr(&t->rq[node->index].s.head) == NULL;
-    if (empty)
+    if (!pp__reclaim_queued(pool, node->index))
         ck_ec32_wait(&node->wake, &pp__ec_mode, seen, deadline);
     pp__atomic_store_relaxed(&node->sleeping, 0);
 }
@@ -365,15 +372,8 @@ static void *pp__reclaimer_main(void *arg)
             }
             /* Pushes that happened before stop may have landed after the
              * pop above: go round again until the queue is empty. */
-            if ((batch = pp__reclaim_collect(pool, node->index)) == NULL)
+            if (!pp__reclaim_queued(pool, node->index))
                 break;
-            /* Not ours to drop: hand them back to the loop through the
-             * reclaimer's own queue. */
-            while (batch != NULL) {
-                ck_stack_entry_t *next = batch->next;
-                ck_stack_push_upmc(&node->rt->rq[node->index].s, batch);
-                batch = next;
-            }
             continue;
         }
         if (pending > 0) {

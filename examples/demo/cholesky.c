@@ -1,0 +1,658 @@
+/*
+ * pinpool-demo -- out-of-core tiled Cholesky factorisation on OpenMP tasks.
+ *
+ * cholesky.c: the matrix, the task graph and the residual.
+ *
+ * The matrix A (order n, symmetric positive definite) is stored as its
+ * lower triangle of b-by-b tiles, each tile an entry in the pool (or, with
+ * --no-pool, a plain malloc'd array).  The factorisation A = L L^T is the
+ * right-looking tiled algorithm of PLASMA, StarPU, PaRSEC and Dagger: for
+ * each step k, POTRF of the diagonal tile, TRSM of the tiles under it, and
+ * SYRK/GEMM updates of the trailing matrix -- one OpenMP task each, ordered
+ * by `depend` clauses on the tiles they read and write.
+ *
+ * Every task follows the pattern of docs/scheduler.md:
+ *   1. prefetch the tiles of the next few tasks (pp_prefetch: a swapped
+ *      tile starts loading on its node's swap thread, nothing waits);
+ *   2. pin its tiles, all or none (pp_pin_many; the output PP_PIN_WRITE),
+ *      first with PP_PIN_NOWAIT, yielding the worker to other tasks while
+ *      a tile loads, then waiting;
+ *   3. run the kernel (OpenBLAS / LAPACKE, one BLAS thread per task);
+ *   4. unpin (pp_unpin_many) and pp_quiescent: the worker holds nothing
+ *      between tasks.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "demo.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <omp.h>
+#include <xxhash.h>
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------------------
+ * ThreadSanitizer and LLVM's OpenMP runtime.
+ *
+ * Archer (libarcher.so, loaded by libomp when the program runs under TSan)
+ * tells TSan about OpenMP's own ordering: task creation, dependences,
+ * taskwait, barriers.  What it does not model in LLVM 14 is libomp reusing
+ * the memory of a finished task's descriptor (its firstprivate copies) for
+ * a task created later: the reuse is ordered by libomp's own atomics, which
+ * TSan cannot see, so TSan reports the creating thread's write of the new
+ * task's arguments against the finished task's read of its own.  Each task
+ * therefore releases `task_memory_recycled` as its last action, and the
+ * thread that creates tasks acquires it before each creation: the ordering
+ * libomp really provides (a descriptor is reused only after its task ended).
+ * Only the creating thread's accesses are ordered after finished tasks; it
+ * touches no tile, so races between tasks stay visible.
+ * ------------------------------------------------------------------------- */
+#if defined(__SANITIZE_THREAD__)
+#define DEMO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DEMO_TSAN 1
+#endif
+#endif
+#ifdef DEMO_TSAN
+#include <sanitizer/tsan_interface.h>
+static char task_memory_recycled;
+#define TASK_BEFORE_CREATE() __tsan_acquire(&task_memory_recycled)
+#define TASK_AFTER_BODY() __tsan_release(&task_memory_recycled)
+#else
+#define TASK_BEFORE_CREATE() ((void)0)
+#define TASK_AFTER_BODY() ((void)0)
+#endif
+
+/* Pins retried after PP_ENOMEM (every resident byte pinned by other
+ * workers' tasks) before the run gives up. */
+#define ENOMEM_TRIES 100000
+
+/* ---------------------------------------------------------------------------
+ * Small things
+ * ------------------------------------------------------------------------- */
+
+double demo_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static pthread_mutex_t progress_mu = PTHREAD_MUTEX_INITIALIZER;
+void demo_progress_lock(void) { pthread_mutex_lock(&progress_mu); }
+void demo_progress_unlock(void) { pthread_mutex_unlock(&progress_mu); }
+
+const char *demo_omp_runtime(void)
+{
+    Dl_info info;
+    if (dladdr((void *)omp_get_max_threads, &info) == 0 || info.dli_fname == NULL)
+        return "?";
+    if (strstr(info.dli_fname, "libgomp") != NULL)
+        return "libgomp";
+    if (strstr(info.dli_fname, "libomp") != NULL || strstr(info.dli_fname, "libiomp") != NULL)
+        return "libomp";
+    return "?";
+}
+
+/* ---------------------------------------------------------------------------
+ * The matrix: a(r, c) for global row r and column c, symmetric, with
+ * off-diagonal entries in [-1, 1) from XXH3 of (seed, max, min) and n on
+ * the diagonal, so A is strictly diagonally dominant: positive definite.
+ * Regenerated from the formula by the check, so no copy of A is kept.
+ * ------------------------------------------------------------------------- */
+
+static double a_entry(uint64_t seed, int n, int r, int c)
+{
+    uint32_t hi = (uint32_t)(r > c ? r : c), lo = (uint32_t)(r > c ? c : r);
+    uint64_t key = ((uint64_t)hi << 32) | lo;
+    uint64_t h = XXH3_64bits_withSeed(&key, sizeof key, seed);
+    double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;   /* [-1, 1) */
+    return r == c ? (double)n + u : u;
+}
+
+/* Tile (i, j) of A, i >= j, column-major with leading dimension b. */
+static void a_tile(uint64_t seed, int n, int b, int i, int j, double *t)
+{
+    for (int c = 0; c < b; c++)
+        for (int r = 0; r < b; r++)
+            t[(size_t)c * b + r] = a_entry(seed, n, i * b + r, j * b + c);
+}
+
+/* ---------------------------------------------------------------------------
+ * The run
+ * ------------------------------------------------------------------------- */
+
+enum { K_POTRF, K_TRSM, K_SYRK, K_GEMM };
+
+/* One task of the factorisation: the tiles it reads and the one it writes
+ * (indices of stored tiles). */
+typedef struct task {
+    int kind, nin;
+    int in[2];
+    int out;
+} task_t;
+
+typedef struct run {
+    const demo_config_t *cfg;
+    demo_progress_t *prog;
+    int T;                      /* tiles per side */
+    int b;
+    size_t tile_bytes;
+    pp_pool_t *pool;            /* NULL: raw pointers */
+    pp_ref_t *ref;              /* pool: ref of each stored tile */
+    double **raw;               /* raw: each stored tile */
+    task_t *tasks;              /* the factorisation, in creation order */
+    int ntasks;
+    char *dep;                  /* one dependence token per stored tile */
+    char dep_none;              /* for a task with fewer than two inputs */
+    double *err2, *norm2;       /* the check, per stored tile */
+    _Atomic int failed;         /* first error seen by a task (0: none) */
+    _Atomic int potrf_info;     /* first nonzero LAPACKE_dpotrf info */
+    _Atomic uint64_t nowait_eagain, enomem_retries, prefetches;
+} run_t;
+
+static int tile_index(int i, int j) { return i * (i + 1) / 2 + j; }
+
+static void task_failed(run_t *r, int rc, const char *what)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&r->failed, &expected, rc))
+        fprintf(stderr, "pinpool-demo: %s: %s (%s)\n", what, pp_strerror(rc),
+                pp_err_name(rc));
+}
+
+static void count_done(run_t *r, double flops)
+{
+    atomic_fetch_add_explicit(&r->prog->flops, (uint64_t)flops, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->prog->tasks_done, 1, memory_order_relaxed);
+}
+
+static void start_phase(run_t *r, demo_phase_t phase, uint64_t tasks)
+{
+    atomic_store(&r->prog->tasks_total, tasks);
+    atomic_store(&r->prog->tasks_done, 0);
+    atomic_store(&r->prog->flops, 0);
+    atomic_store(&r->prog->phase_start, demo_now());
+    atomic_store(&r->prog->phase, (int)phase);
+}
+
+/* Pins a task's tiles before it runs, all or none: n_in tiles to read and,
+ * unless out is PP_REF_NONE, one tile to write.  A tile that is not
+ * resident is first asked for with PP_PIN_NOWAIT, which starts its load
+ * on the swap thread and returns PP_EAGAIN at once: the worker yields to
+ * other ready tasks (taskyield) and tries again.  After cfg->nowait_tries
+ * such attempts it waits for the loads.  PP_ENOMEM (every resident byte
+ * pinned by running tasks) is retried once other tasks have had a chance
+ * to finish.  Returns 0 or the pool's error. */
+static int pin_task_tiles(run_t *r, const pp_ref_t *in, int n_in, pp_ref_t out,
+                          double **in_data, double **out_data)
+{
+    void *pinned_in[2] = { NULL, NULL }, *pinned_out = NULL;
+    for (int attempt = 0, enomem = 0;; attempt++) {
+        unsigned nowait = attempt < r->cfg->nowait_tries ? PP_PIN_NOWAIT : 0u;
+        int rc = pp_pin_many(r->pool, in, (size_t)n_in, nowait, pinned_in);
+        if (rc == 0 && out != PP_REF_NONE) {
+            rc = pp_pin_many(r->pool, &out, 1, PP_PIN_WRITE | nowait, &pinned_out);
+            if (rc != 0) {
+                int urc = pp_unpin_many(r->pool, in, (size_t)n_in);
+                if (urc != 0)
+                    return urc;
+            }
+        }
+        if (rc == 0) {
+            for (int x = 0; x < n_in; x++)
+                in_data[x] = pinned_in[x];
+            if (out != PP_REF_NONE)
+                *out_data = pinned_out;
+            return 0;
+        }
+        if (rc == PP_EAGAIN && nowait) {
+            atomic_fetch_add_explicit(&r->nowait_eagain, 1, memory_order_relaxed);
+#pragma omp taskyield
+            continue;
+        }
+        if (rc == PP_ENOMEM && ++enomem < ENOMEM_TRIES) {
+            atomic_fetch_add_explicit(&r->enomem_retries, 1, memory_order_relaxed);
+#pragma omp taskyield
+            sched_yield();
+            continue;
+        }
+        return rc;
+    }
+}
+
+/* Starts loading the tiles of the factorisation tasks after task t (in
+ * creation order, the order the runtime tends to run them). */
+static void prefetch_after(run_t *r, int t)
+{
+    for (int u = t + 1; u <= t + r->cfg->lookahead && u < r->ntasks; u++) {
+        const task_t *next = &r->tasks[u];
+        for (int x = 0; x < next->nin; x++)
+            pp_prefetch(r->pool, r->ref[next->in[x]]);
+        pp_prefetch(r->pool, r->ref[next->out]);
+        atomic_fetch_add_explicit(&r->prefetches, (uint64_t)next->nin + 1, memory_order_relaxed);
+    }
+}
+
+/* ---- generate ------------------------------------------------------------ */
+
+static void generate_tile(run_t *r, int i, int j)
+{
+    const demo_config_t *cfg = r->cfg;
+    int idx = tile_index(i, j);
+    double *t = NULL;
+    if (posix_memalign((void **)&t, 64, r->tile_bytes) != 0) {
+        task_failed(r, PP_ENOMEM, "allocating a tile");
+        return;
+    }
+    a_tile(cfg->seed, cfg->n, r->b, i, j, t);
+    if (r->pool == NULL) {
+        r->raw[idx] = t;
+    } else {
+        /* The pool owns the tile from here (type NULL: released with free). */
+        int rc = pp_put(r->pool, t, r->tile_bytes, NULL, 0, &r->ref[idx]);
+        if (rc != 0) {
+            free(t);
+            task_failed(r, rc, "pp_put");
+            return;
+        }
+        pp_quiescent(r->pool);
+    }
+    count_done(r, 0);
+}
+
+/* ---- factorize ----------------------------------------------------------- */
+
+static double task_flops(int kind, int b)
+{
+    double bb = (double)b * b * b;
+    switch (kind) {
+    case K_POTRF: return bb / 3.0;
+    case K_TRSM: return bb;
+    case K_SYRK: return bb;
+    default: return 2.0 * bb;
+    }
+}
+
+static void kernel(run_t *r, const task_t *t, double *const in[2], double *out)
+{
+    int b = r->b;
+    switch (t->kind) {
+    case K_POTRF: {
+        lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', b, out, b);
+        if (info != 0) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&r->potrf_info, &expected, (int)info);
+        }
+        break;
+    }
+    case K_TRSM:    /* A_ik <- A_ik L_kk^-T */
+        cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
+                    b, b, 1.0, in[0], b, out, b);
+        break;
+    case K_SYRK:    /* A_ii <- A_ii - A_ik A_ik^T */
+        cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, b, b, -1.0, in[0], b,
+                    1.0, out, b);
+        break;
+    default:        /* A_ij <- A_ij - A_ik A_jk^T */
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, -1.0, in[0], b,
+                    in[1], b, 1.0, out, b);
+        break;
+    }
+}
+
+/* The body of factorisation task number t. */
+static void run_task(run_t *r, int t)
+{
+    const task_t *task = &r->tasks[t];
+    double *in[2] = { NULL, NULL }, *out = NULL;
+    if (atomic_load_explicit(&r->failed, memory_order_relaxed) != 0)
+        return;
+    if (r->pool == NULL) {
+        for (int x = 0; x < task->nin; x++)
+            in[x] = r->raw[task->in[x]];
+        kernel(r, task, in, r->raw[task->out]);
+        count_done(r, task_flops(task->kind, r->b));
+        return;
+    }
+    pp_ref_t in_refs[2] = { PP_REF_NONE, PP_REF_NONE };
+    for (int x = 0; x < task->nin; x++)
+        in_refs[x] = r->ref[task->in[x]];
+    prefetch_after(r, t);
+    int rc = pin_task_tiles(r, in_refs, task->nin, r->ref[task->out], in, &out);
+    if (rc != 0) {
+        task_failed(r, rc, "pinning a task's tiles");
+        return;
+    }
+    kernel(r, task, in, out);
+    pp_ref_t all[3] = { in_refs[0], in_refs[1], PP_REF_NONE };
+    all[task->nin] = r->ref[task->out];
+    rc = pp_unpin_many(r->pool, all, (size_t)task->nin + 1);
+    if (rc != 0)
+        task_failed(r, rc, "pp_unpin_many");
+    pp_quiescent(r->pool);
+    count_done(r, task_flops(task->kind, r->b));
+}
+
+/* The task list, in the order a right-looking Cholesky creates it. */
+static int build_tasks(run_t *r)
+{
+    int T = r->T;
+    size_t n = 0;
+    for (int k = 0; k < T; k++) {
+        int m = T - k - 1;
+        n += 1 + (size_t)m + (size_t)m + (size_t)m * (m - 1) / 2;
+    }
+    r->tasks = calloc(n, sizeof *r->tasks);
+    if (r->tasks == NULL)
+        return -1;
+    int t = 0;
+    for (int k = 0; k < T; k++) {
+        r->tasks[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, tile_index(k, k) };
+        for (int i = k + 1; i < T; i++)
+            r->tasks[t++] = (task_t){ K_TRSM, 1, { tile_index(k, k), 0 }, tile_index(i, k) };
+        for (int i = k + 1; i < T; i++) {
+            r->tasks[t++] = (task_t){ K_SYRK, 1, { tile_index(i, k), 0 }, tile_index(i, i) };
+            for (int j = k + 1; j < i; j++)
+                r->tasks[t++] = (task_t){ K_GEMM, 2, { tile_index(i, k), tile_index(j, k) },
+                                          tile_index(i, j) };
+        }
+    }
+    r->ntasks = t;
+    return 0;
+}
+
+/* ---- check --------------------------------------------------------------- */
+
+/* Tile (i, j) of L L^T, compared with tile (i, j) of A regenerated:
+ * (L L^T)_ij = sum over k <= j of L_ik L_jk^T, where L_jj is the lower
+ * triangle of the factorised diagonal tile (its upper part still holds A).
+ * Pins the two tiles of one step at a time and prefetches the next two. */
+static void check_tile(run_t *r, int i, int j)
+{
+    int b = r->b;
+    size_t bb = (size_t)b * b;
+    double *acc = calloc(bb, sizeof *acc), *tri = calloc(bb, sizeof *tri);
+    double *a = malloc(bb * sizeof *a);
+    if (acc == NULL || tri == NULL || a == NULL) {
+        task_failed(r, PP_ENOMEM, "allocating the check's scratch tiles");
+        goto out;
+    }
+    for (int k = 0; k <= j; k++) {
+        double *p[2];
+        pp_ref_t refs[2] = { PP_REF_NONE, PP_REF_NONE };
+        if (r->pool == NULL) {
+            p[0] = r->raw[tile_index(i, k)];
+            p[1] = r->raw[tile_index(j, k)];
+        } else {
+            refs[0] = r->ref[tile_index(i, k)];
+            refs[1] = r->ref[tile_index(j, k)];   /* == refs[0] when i == j */
+            if (k < j) {
+                pp_prefetch(r->pool, r->ref[tile_index(i, k + 1)]);
+                pp_prefetch(r->pool, r->ref[tile_index(j, k + 1)]);
+                atomic_fetch_add_explicit(&r->prefetches, 2, memory_order_relaxed);
+            }
+            int rc = pin_task_tiles(r, refs, 2, PP_REF_NONE, p, NULL);
+            if (rc != 0) {
+                task_failed(r, rc, "pinning tiles for the check");
+                goto out;
+            }
+        }
+        double *x = p[0], *y = p[1];
+        if (k == j) {           /* L_jj: its lower triangle only */
+            for (int c = 0; c < b; c++)
+                for (int row = 0; row < b; row++)
+                    tri[(size_t)c * b + row] = row >= c ? y[(size_t)c * b + row] : 0.0;
+            y = tri;
+            if (i == j)
+                x = tri;
+        }
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, 1.0, x, b, y, b,
+                    1.0, acc, b);
+        if (r->pool != NULL) {
+            int rc = pp_unpin_many(r->pool, refs, 2);
+            if (rc != 0) {
+                task_failed(r, rc, "pp_unpin_many");
+                goto out;
+            }
+        }
+    }
+    a_tile(r->cfg->seed, r->cfg->n, b, i, j, a);
+    double e2 = 0, n2 = 0;
+    for (size_t x = 0; x < bb; x++) {
+        double d = a[x] - acc[x];
+        e2 += d * d;
+        n2 += a[x] * a[x];
+    }
+    double w = i == j ? 1.0 : 2.0;      /* tile (j, i) is the transpose */
+#if DEMO_SEED_RACY_SUM
+    /* Seeded bug (the TSan build's demo.seeded_race.caught): every check
+     * task adds into one shared sum, unsynchronised -- a race between
+     * sibling tasks that TSan with Archer must report. */
+    r->err2[0] += w * e2;
+    r->norm2[0] += w * n2;
+#else
+    r->err2[tile_index(i, j)] = w * e2;
+    r->norm2[tile_index(i, j)] = w * n2;
+#endif
+    count_done(r, 2.0 * (double)b * b * b * (j + 1));
+out:
+    free(acc);
+    free(tri);
+    free(a);
+    if (r->pool != NULL)
+        pp_quiescent(r->pool);
+}
+
+/* ---- the phases ---------------------------------------------------------- */
+
+static int make_pool(run_t *r)
+{
+    const demo_config_t *cfg = r->cfg;
+    pp_options_t opt = PP_OPTIONS_INIT;
+    opt.mem_limit = cfg->mem_limit;
+    opt.swap_dir = cfg->mem_limit != 0 ? cfg->swap_dir : NULL;
+    int rc = pp_pool_create(&opt, &r->pool);
+    if (rc != 0) {
+        fprintf(stderr, "pinpool-demo: pp_pool_create (swap under %s): %s (%s)\n",
+                opt.swap_dir ? opt.swap_dir : "-", pp_strerror(rc), pp_err_name(rc));
+        return -1;
+    }
+    demo_progress_lock();
+    r->prog->pool = r->pool;
+    demo_progress_unlock();
+    return 0;
+}
+
+static void destroy_pool(run_t *r)
+{
+    if (r->pool == NULL)
+        return;
+    demo_progress_lock();
+    r->prog->pool = NULL;
+    demo_progress_unlock();
+    int rc = pp_pool_destroy(r->pool);
+    if (rc != 0)
+        fprintf(stderr, "pinpool-demo: pp_pool_destroy: %s\n", pp_strerror(rc));
+    r->pool = NULL;
+}
+
+static int phase_failed(run_t *r, const char *phase)
+{
+    if (atomic_load(&r->failed) == 0)
+        return 0;
+    fprintf(stderr, "pinpool-demo: %s failed\n", phase);
+    return -1;
+}
+
+int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res)
+{
+    run_t r_, *r = &r_;
+    memset(r, 0, sizeof *r);
+    memset(res, 0, sizeof *res);
+    r->cfg = cfg;
+    r->prog = prog;
+    r->b = cfg->b;
+    r->T = cfg->n / cfg->b;
+    r->tile_bytes = (size_t)cfg->b * cfg->b * sizeof(double);
+    int T = r->T, ntiles = T * (T + 1) / 2, rc = -1;
+    res->tiles = ntiles;
+    res->tile_bytes = r->tile_bytes;
+    res->matrix_bytes = (uint64_t)ntiles * r->tile_bytes;
+    res->factor_flops = (double)cfg->n * cfg->n * cfg->n / 3.0;
+
+    r->dep = calloc((size_t)ntiles, 1);
+    r->err2 = calloc((size_t)ntiles, sizeof *r->err2);
+    r->norm2 = calloc((size_t)ntiles, sizeof *r->norm2);
+    if (cfg->use_pool)
+        r->ref = calloc((size_t)ntiles, sizeof *r->ref);
+    else
+        r->raw = calloc((size_t)ntiles, sizeof *r->raw);
+    if (r->dep == NULL || r->err2 == NULL || r->norm2 == NULL ||
+        (r->ref == NULL && r->raw == NULL) || build_tasks(r) != 0) {
+        fprintf(stderr, "pinpool-demo: out of memory\n");
+        goto out;
+    }
+    res->tasks = (uint64_t)r->ntasks;
+    if (cfg->use_pool && make_pool(r) != 0)
+        goto out;
+
+    double t0 = demo_now(), t1;
+
+    /* Generate: one task a tile.  Each put may wait for the swap threads
+     * to make room under the limit. */
+    start_phase(r, PHASE_GENERATE, (uint64_t)ntiles);
+#pragma omp parallel num_threads(cfg->threads)
+#pragma omp single
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            TASK_BEFORE_CREATE();
+#pragma omp task firstprivate(i, j)
+            {
+                generate_tile(r, i, j);
+                TASK_AFTER_BODY();
+            }
+        }
+    t1 = demo_now();
+    res->t_generate = t1 - t0;
+    if (phase_failed(r, "generate"))
+        goto out;
+
+    /* Factorize: the task graph, ordered by the tiles' dependence tokens. */
+    start_phase(r, PHASE_FACTORIZE, (uint64_t)r->ntasks);
+    t0 = demo_now();
+#pragma omp parallel num_threads(cfg->threads)
+#pragma omp single
+    for (int t = 0; t < r->ntasks; t++) {
+        const task_t *task = &r->tasks[t];
+        char *in0 = task->nin > 0 ? &r->dep[task->in[0]] : &r->dep_none;
+        char *in1 = task->nin > 1 ? &r->dep[task->in[1]] : &r->dep_none;
+        char *out_dep = &r->dep[task->out];
+        TASK_BEFORE_CREATE();
+#pragma omp task firstprivate(t) depend(in: *in0, *in1) depend(inout: *out_dep)
+        {
+            run_task(r, t);
+            TASK_AFTER_BODY();
+        }
+    }
+    t1 = demo_now();
+    res->t_factorize = t1 - t0;
+    if (phase_failed(r, "factorize"))
+        goto out;
+    if (atomic_load(&r->potrf_info) != 0) {
+        fprintf(stderr, "pinpool-demo: dpotrf: the matrix is not positive definite (info %d)\n",
+                atomic_load(&r->potrf_info));
+        goto out;
+    }
+
+    /* Check: ||A - L L^T|| tile by tile, through the pool. */
+    start_phase(r, PHASE_CHECK, (uint64_t)ntiles);
+    t0 = demo_now();
+#pragma omp parallel num_threads(cfg->threads)
+#pragma omp single
+    for (int j = 0; j < T; j++)
+        for (int i = j; i < T; i++) {
+            TASK_BEFORE_CREATE();
+#pragma omp task firstprivate(i, j)
+            {
+                check_tile(r, i, j);
+                TASK_AFTER_BODY();
+            }
+        }
+    t1 = demo_now();
+    res->t_check = t1 - t0;
+    if (phase_failed(r, "check"))
+        goto out;
+    double e2 = 0, n2 = 0;
+    for (int x = 0; x < ntiles; x++) {
+        e2 += r->err2[x];
+        n2 += r->norm2[x];
+    }
+    res->residual = sqrt(e2) / sqrt(n2);
+
+    /* Release: the last owner of each tile goes; the reclaimers free them. */
+    start_phase(r, PHASE_RELEASE, (uint64_t)ntiles);
+    t0 = demo_now();
+    if (r->pool != NULL) {
+        pp_pool_stats(r->pool, &res->stats);
+        for (int x = 0; x < ntiles; x++) {
+            int prc = pp_release(r->pool, r->ref[x]);
+            if (prc != 0) {
+                task_failed(r, prc, "pp_release");
+                goto out;
+            }
+            r->ref[x] = PP_REF_NONE;
+            count_done(r, 0);
+        }
+        int drc = pp_pool_drain(r->pool, -1);
+        if (drc != 0) {
+            task_failed(r, drc, "pp_pool_drain");
+            goto out;
+        }
+        pp_stats_t after;
+        pp_pool_stats(r->pool, &after);
+        res->lag_p50_ns = after.total.lag_p50_ns;
+        res->lag_p99_ns = after.total.lag_p99_ns;
+        res->lag_count = after.total.lag_count;
+        res->frees = after.total.frees;
+    } else {
+        for (int x = 0; x < ntiles; x++) {
+            free(r->raw[x]);
+            r->raw[x] = NULL;
+            count_done(r, 0);
+        }
+    }
+    res->t_total = res->t_generate + res->t_factorize + res->t_check + (demo_now() - t0);
+    rc = 0;
+out:
+    if (rc != 0 && r->pool != NULL)      /* the owners of the tiles made so far */
+        for (int x = 0; x < ntiles; x++)
+            if (r->ref[x] != PP_REF_NONE && pp_release(r->pool, r->ref[x]) == 0)
+                r->ref[x] = PP_REF_NONE;
+    res->nowait_eagain = atomic_load(&r->nowait_eagain);
+    res->enomem_retries = atomic_load(&r->enomem_retries);
+    res->prefetches = atomic_load(&r->prefetches);
+    atomic_store(&prog->phase, (int)PHASE_IDLE);
+    destroy_pool(r);
+    if (r->raw != NULL)
+        for (int x = 0; x < ntiles; x++)
+            free(r->raw[x]);
+    free(r->raw);
+    free(r->ref);
+    free(r->tasks);
+    free(r->dep);
+    free(r->err2);
+    free(r->norm2);
+    return rc;
+}

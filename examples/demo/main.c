@@ -1,0 +1,618 @@
+/*
+ * pinpool-demo -- out-of-core tiled Cholesky factorisation on OpenMP tasks.
+ *
+ *   pinpool-demo [-n N] [-b B] [-m SIZE] [-t THREADS] [--no-pool | --no-limit]
+ *                [--compare [--rounds R]] [--plot FILE.png] [--swap-dir DIR]
+ *                [--require-swap] [--seed S] [--quiet]
+ *
+ * Factorises a symmetric positive definite matrix A = L L^T, tile by tile,
+ * as OpenMP tasks whose tiles live in a pinpool pool.  By default the pool
+ * may hold only a quarter of the matrix in memory: the rest is written to
+ * a private swap directory under $TMPDIR (else /tmp) and loaded back when a
+ * task pins it.  Then ||A - L L^T|| / ||A|| is computed tile by tile
+ * through the pool.
+ *
+ * Exit status: 0 when every check passed (residual below 1e-10; with a
+ * limit, the pool's peak resident bytes within the limit plus one tile;
+ * with --require-swap, at least the whole matrix written to swap); 1 when
+ * a check failed; 2 for a usage error; 3 when a run could not complete.
+ *
+ * main.c: options, the progress line, the plot, the summary, --compare.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "demo.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RESIDUAL_MAX 1e-10
+#define MIB (1024.0 * 1024.0)
+
+enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
+
+static const char *const phase_names[] = {
+    "idle", "generate", "factorize", "check", "release"
+};
+
+/* ---------------------------------------------------------------------------
+ * Options
+ * ------------------------------------------------------------------------- */
+
+typedef struct options {
+    demo_config_t cfg;
+    int limit_given, no_limit, compare, rounds, quiet, require_swap;
+    const char *plot;
+} options_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: pinpool-demo [options]\n"
+        "  -n, --size N          matrix order (default 8192; a multiple of the tile)\n"
+        "  -b, --tile B          tile order (default 512)\n"
+        "  -m, --mem-limit SIZE  bytes the pool may hold in memory, with a K, M or G\n"
+        "                        suffix (default: a quarter of the matrix)\n"
+        "  -t, --threads N       OpenMP threads (default: OMP_NUM_THREADS, else the CPUs)\n"
+        "      --no-pool         raw pointers instead of the pool (same task graph)\n"
+        "      --no-limit        the pool without a memory limit (nothing swapped)\n"
+        "      --compare         raw pointers, the pool without and with the limit, in\n"
+        "                        one run, with their times and ratios\n"
+        "      --rounds R        with --compare: R rounds, medians reported (default 1)\n"
+        "      --plot FILE.png   draw resident and swapped bytes over time (gnuplot)\n"
+        "      --swap-dir DIR    where the private swap directory is made\n"
+        "                        (default: $TMPDIR, else /tmp)\n"
+        "      --require-swap    fail unless the whole matrix was written to swap\n"
+        "      --seed S          seed of the matrix (default 1)\n"
+        "  -q, --quiet           no progress line\n"
+        "  -h, --help\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || v < 0)
+        return -1;
+    double mult = 1;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': mult = 1024.0; end++; break;
+    case 'm': case 'M': mult = MIB; end++; break;
+    case 'g': case 'G': mult = MIB * 1024.0; end++; break;
+    default: return -1;
+    }
+    if (*end == 'i' || *end == 'B')
+        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+    if (*end != '\0' || v * mult > 0x1p62)
+        return -1;
+    *out = (size_t)(v * mult);
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, options_t *o)
+{
+    enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
+           O_REQUIRE_SWAP, O_SEED };
+    static const struct option longopts[] = {
+        { "size", required_argument, NULL, 'n' },
+        { "tile", required_argument, NULL, 'b' },
+        { "mem-limit", required_argument, NULL, 'm' },
+        { "threads", required_argument, NULL, 't' },
+        { "no-pool", no_argument, NULL, O_NO_POOL },
+        { "no-limit", no_argument, NULL, O_NO_LIMIT },
+        { "compare", no_argument, NULL, O_COMPARE },
+        { "rounds", required_argument, NULL, O_ROUNDS },
+        { "plot", required_argument, NULL, O_PLOT },
+        { "swap-dir", required_argument, NULL, O_SWAP_DIR },
+        { "require-swap", no_argument, NULL, O_REQUIRE_SWAP },
+        { "seed", required_argument, NULL, O_SEED },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    demo_config_t *c = &o->cfg;
+    c->n = 8192;
+    c->b = 512;
+    c->threads = omp_get_max_threads();
+    c->use_pool = 1;
+    c->nowait_tries = 2;
+    c->seed = 1;
+    o->rounds = 1;
+    const char *tmp = getenv("TMPDIR");
+    c->swap_dir = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
+    long v;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "n:b:m:t:qh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'n':
+            if (parse_int(optarg, 1, 1L << 20, &v) != 0)
+                goto bad;
+            c->n = (int)v;
+            break;
+        case 'b':
+            if (parse_int(optarg, 1, 1 << 14, &v) != 0)
+                goto bad;
+            c->b = (int)v;
+            break;
+        case 'm':
+            if (parse_size(optarg, &c->mem_limit) != 0 || c->mem_limit == 0)
+                goto bad;
+            o->limit_given = 1;
+            break;
+        case 't':
+            if (parse_int(optarg, 1, 1024, &v) != 0)
+                goto bad;
+            c->threads = (int)v;
+            break;
+        case O_NO_POOL: c->use_pool = 0; break;
+        case O_NO_LIMIT: o->no_limit = 1; break;
+        case O_COMPARE: o->compare = 1; break;
+        case O_ROUNDS:
+            if (parse_int(optarg, 1, 99, &v) != 0)
+                goto bad;
+            o->rounds = (int)v;
+            break;
+        case O_PLOT: o->plot = optarg; break;
+        case O_SWAP_DIR: c->swap_dir = optarg; break;
+        case O_REQUIRE_SWAP: o->require_swap = 1; break;
+        case O_SEED:
+            if (parse_int(optarg, 0, 0x7fffffffL, &v) != 0)
+                goto bad;
+            c->seed = (uint64_t)v;
+            break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "pinpool-demo: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (c->n % c->b != 0) {
+        fprintf(stderr, "pinpool-demo: the matrix order (%d) must be a multiple of the "
+                "tile order (%d)\n", c->n, c->b);
+        return -1;
+    }
+    if (!c->use_pool && (o->limit_given || o->no_limit || o->compare)) {
+        fprintf(stderr, "pinpool-demo: --no-pool takes no --mem-limit, --no-limit or --compare\n");
+        return -1;
+    }
+    if (o->no_limit && (o->limit_given || o->compare)) {
+        fprintf(stderr, "pinpool-demo: --no-limit takes no --mem-limit or --compare\n");
+        return -1;
+    }
+    if (o->require_swap && (o->no_limit || !c->use_pool)) {
+        fprintf(stderr, "pinpool-demo: --require-swap needs the pool with a limit\n");
+        return -1;
+    }
+    int T = c->n / c->b;
+    uint64_t tile = (uint64_t)c->b * c->b * sizeof(double);
+    uint64_t matrix = (uint64_t)T * (T + 1) / 2 * tile;
+    if (!o->limit_given)
+        c->mem_limit = (size_t)(matrix / 4);
+    /* Each worker pins at most three tiles at once; a fourth per worker
+     * leaves room for the loads that prefetching starts. */
+    uint64_t need = (uint64_t)c->threads * 4 * tile;
+    if (c->use_pool && !o->no_limit && c->mem_limit < need) {
+        fprintf(stderr, "pinpool-demo: a memory limit of %.1f MiB is too small: %d threads "
+                "pin up to 3 tiles of %.1f MiB each at once; give at least %.1f MiB "
+                "(-m), or fewer threads or a smaller tile\n",
+                (double)c->mem_limit / MIB, c->threads, (double)tile / MIB, (double)need / MIB);
+        return -1;
+    }
+    if (o->no_limit || !c->use_pool)
+        c->mem_limit = 0;
+    c->lookahead = c->threads;
+    return 0;
+bad:
+    fprintf(stderr, "pinpool-demo: bad value '%s' for -%c\n", optarg, opt < 256 ? opt : '-');
+    usage(stderr);
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Progress line and plot samples (a thread of their own)
+ * ------------------------------------------------------------------------- */
+
+typedef struct sample {
+    double t;
+    int phase;                   /* demo_phase_t */
+    double resident, swapped;    /* bytes */
+} sample_t;
+
+typedef struct progress_thread {
+    pthread_t tid;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    int tty, quiet;
+    demo_progress_t *prog;
+    double t0;                  /* of the samples */
+    sample_t *samples;
+    size_t nsamples, cap;
+    int line_open;              /* a redrawn line is on the terminal */
+} progress_thread_t;
+
+static void progress_tick(progress_thread_t *p, int print)
+{
+    demo_progress_t *g = p->prog;
+    int phase = atomic_load(&g->phase);
+    if (phase == PHASE_IDLE)
+        return;
+    pp_stats_t st;
+    int have = 0;
+    demo_progress_lock();
+    if (g->pool != NULL)
+        have = pp_pool_stats(g->pool, &st) == 0;
+    demo_progress_unlock();
+    double now = demo_now();
+    if (have) {
+        if (p->nsamples == p->cap) {
+            size_t cap = p->cap ? 2 * p->cap : 1024;
+            sample_t *s = realloc(p->samples, cap * sizeof *s);
+            if (s != NULL) {
+                p->samples = s;
+                p->cap = cap;
+            }
+        }
+        if (p->nsamples < p->cap)
+            p->samples[p->nsamples++] = (sample_t){ now - p->t0, phase,
+                (double)st.total.resident_bytes, (double)st.total.swapped_bytes };
+    }
+    if (!print || p->quiet)
+        return;
+    double el = now - atomic_load(&g->phase_start);
+    double gf = el > 0 ? (double)atomic_load(&g->flops) / el * 1e-9 : 0;
+    char line[256];
+    int len = snprintf(line, sizeof line, "%-9s %6" PRIu64 "/%-6" PRIu64 " tasks",
+                       phase_names[phase], atomic_load(&g->tasks_done),
+                       atomic_load(&g->tasks_total));
+    if (have)
+        len += snprintf(line + len, sizeof line - (size_t)len,
+                        "  resident %7.1f MiB  swapped %7.1f MiB",
+                        (double)st.total.resident_bytes / MIB,
+                        (double)st.total.swapped_bytes / MIB);
+    if (phase == PHASE_FACTORIZE || phase == PHASE_CHECK)
+        snprintf(line + len, sizeof line - (size_t)len, "  %6.1f GFLOP/s", gf);
+    if (p->tty) {
+        fprintf(stderr, "\r%s\033[K", line);
+        p->line_open = 1;
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+    fflush(stderr);
+}
+
+static void *progress_main(void *arg)
+{
+    progress_thread_t *p = arg;
+    /* Redrawn 10 times a second on a terminal; otherwise one line every 2 s.
+     * Plot samples are taken every 50 ms either way. */
+    const int print_every = p->tty ? 2 : 40;
+    int tick = 0;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &ts) != ETIMEDOUT)
+            ;
+        if (p->stop)
+            break;
+        pthread_mutex_unlock(&p->mu);
+        progress_tick(p, ++tick % print_every == 0);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int progress_start(progress_thread_t *p, demo_progress_t *prog, int quiet)
+{
+    memset(p, 0, sizeof *p);
+    p->prog = prog;
+    p->quiet = quiet;
+    p->tty = isatty(STDERR_FILENO);
+    p->t0 = demo_now();
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return pthread_create(&p->tid, NULL, progress_main, p) == 0 ? 0 : -1;
+}
+
+/* Stops the thread; its samples stay for the plot. */
+static void progress_stop(progress_thread_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->tid, NULL);
+    if (p->line_open)
+        fprintf(stderr, "\r\033[K");
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* Draws resident and swapped MiB over time into png with gnuplot. */
+static int plot(const char *png, const sample_t *s, size_t n, double limit, const char *title)
+{
+    if (n == 0) {
+        fprintf(stderr, "pinpool-demo: --plot: no samples (the run was too short)\n");
+        return -1;
+    }
+    FILE *g = popen("gnuplot", "w");
+    if (g == NULL) {
+        fprintf(stderr, "pinpool-demo: --plot: cannot run gnuplot: %s\n", strerror(errno));
+        return -1;
+    }
+    fprintf(g, "set terminal pngcairo size 900,480 noenhanced\n"
+               "set output '%s'\n"
+               "set title '%s'\n"
+               "set xlabel 'seconds'\nset ylabel 'MiB'\nset grid\n"
+               "set key outside bottom center horizontal\nset yrange [0:*]\n", png, title);
+    /* A dotted line and a label where each phase begins. */
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (i == 0 || s[i].phase != s[i - 1].phase) {
+            fprintf(g, "set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dt 3 lc rgb 'gray50'\n"
+                       "set label '%s' at %.3f, graph %.2f offset 0.5,0 tc rgb 'gray40'\n",
+                    s[i].t, s[i].t, phase_names[s[i].phase], s[i].t, k % 2 ? 0.90 : 0.96);
+            k++;
+        }
+    fprintf(g, "$d << EOD\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(g, "%.3f %.3f %.3f\n", s[i].t, s[i].resident / MIB, s[i].swapped / MIB);
+    fprintf(g, "EOD\n");
+    if (limit > 0)
+        fprintf(g, "plot $d using 1:2 with lines lw 2 title 'resident', "
+                   "$d using 1:3 with lines lw 2 title 'swapped', "
+                   "%.3f with lines dt 2 lc 'black' title 'memory limit'\n", limit / MIB);
+    else
+        fprintf(g, "plot $d using 1:2 with lines lw 2 title 'resident', "
+                   "$d using 1:3 with lines lw 2 title 'swapped'\n");
+    int st = pclose(g);
+    if (st != 0) {
+        fprintf(stderr, "pinpool-demo: --plot: gnuplot failed (status %d); is gnuplot "
+                "installed (Debian: gnuplot-nox)?\n", st);
+        return -1;
+    }
+    fprintf(stderr, "pinpool-demo: plot written to %s\n", png);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Summary
+ * ------------------------------------------------------------------------- */
+
+static const char *run_name(const demo_config_t *c)
+{
+    return !c->use_pool ? "raw pointers" : c->mem_limit == 0 ? "pool, no limit"
+                                                               : "pool, limit";
+}
+
+/* Prints one run's figures; returns the number of failed checks. */
+static int summary(const options_t *o, const demo_config_t *c, const demo_result_t *r)
+{
+    int failed = 0;
+    printf("  generate  %8.2f s\n", r->t_generate);
+    printf("  factorize %8.2f s  %6.1f GFLOP/s  (%" PRIu64 " tasks)\n", r->t_factorize,
+           r->factor_flops / r->t_factorize * 1e-9, r->tasks);
+    printf("  check     %8.2f s\n", r->t_check);
+    printf("  total     %8.2f s\n", r->t_total);
+    int res_ok = r->residual < RESIDUAL_MAX;
+    failed += !res_ok;
+    printf("  residual  ||A - L*L^T|| / ||A|| = %.3e  (below %.0e: %s)\n", r->residual,
+           RESIDUAL_MAX, res_ok ? "ok" : "FAILED");
+    if (!c->use_pool)
+        return failed;
+    const pp_node_stats_t *t = &r->stats.total;
+    printf("  pins %" PRIu64 ", evictions %" PRIu64 " (%" PRIu64 " written, %" PRIu64
+           " clean), loads %" PRIu64 " (%" PRIu64 " waited for another's)\n",
+           t->pins, t->evictions_written + t->evictions_clean, t->evictions_written,
+           t->evictions_clean, t->loads, t->load_waits);
+    printf("  NOWAIT pins that found a tile loading %" PRIu64 ", prefetches %" PRIu64
+           ", PP_ENOMEM retries %" PRIu64 "\n", r->nowait_eagain, r->prefetches,
+           r->enomem_retries);
+    if (c->mem_limit != 0) {
+        double mat = (double)r->matrix_bytes;
+        int sw_ok = (double)t->swap_bytes_written >= mat;
+        printf("  swap: written %.1f MiB, read %.1f MiB  (%.2fx the matrix written%s)\n",
+               (double)t->swap_bytes_written / MIB, (double)t->swap_bytes_read / MIB,
+               (double)t->swap_bytes_written / mat,
+               o->require_swap ? (sw_ok ? ": ok" : ": FAILED, --require-swap") : "");
+        if (o->require_swap)
+            failed += !sw_ok;
+        uint64_t bound = (uint64_t)c->mem_limit + r->tile_bytes;
+        int peak_ok = r->stats.resident_peak <= bound;
+        failed += !peak_ok;
+        printf("  peak resident %.1f MiB  (limit %.1f MiB + one tile %.1f MiB: %s)\n",
+               (double)r->stats.resident_peak / MIB, (double)c->mem_limit / MIB,
+               (double)r->tile_bytes / MIB, peak_ok ? "ok" : "FAILED");
+    } else {
+        printf("  resident %.1f MiB, nothing swapped\n", (double)t->resident_bytes / MIB);
+    }
+    printf("  reclaim lag p50 %.1f us, p99 %.1f us  (%" PRIu64 " tiles freed, %" PRIu64
+           " timed)\n", (double)r->lag_p50_ns / 1e3, (double)r->lag_p99_ns / 1e3, r->frees,
+           r->lag_count);
+    return failed;
+}
+
+static void header(const demo_config_t *c, int tiles, uint64_t matrix, uint64_t tile)
+{
+    int T = c->n / c->b;
+    printf("pinpool-demo: tiled Cholesky of an SPD matrix of order %d, tiles of %dx%d "
+           "(%d per side, %d stored: %.1f MiB, %.1f MiB each)\n",
+           c->n, c->b, c->b, T, tiles, (double)matrix / MIB, (double)tile / MIB);
+    printf("  %d threads on %s, one BLAS thread per task (OpenBLAS %s)\n", c->threads,
+           demo_omp_runtime(), openblas_get_corename());
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---------------------------------------------------------------------------
+ * main
+ * ------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    options_t o;
+    memset(&o, 0, sizeof o);
+    if (parse_options(argc, argv, &o) != 0)
+        return EXIT_USAGE;
+    /* One BLAS thread per task: the tasks are the parallelism. */
+    openblas_set_num_threads(1);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    demo_config_t base = o.cfg;
+    int T = base.n / base.b, tiles = T * (T + 1) / 2;
+    uint64_t tile = (uint64_t)base.b * base.b * sizeof(double);
+    uint64_t matrix = (uint64_t)tiles * tile;
+    header(&base, tiles, matrix, tile);
+
+    /* The runs: one, or the three of --compare (R rounds, interleaved). */
+    demo_config_t runs[3];
+    int nruns = 0;
+    if (o.compare) {
+        runs[0] = base;
+        runs[0].use_pool = 0;
+        runs[0].mem_limit = 0;
+        runs[1] = base;
+        runs[1].mem_limit = 0;
+        runs[2] = base;
+        nruns = 3;
+    } else {
+        runs[0] = base;
+        nruns = 1;
+    }
+    for (int i = 0; i < nruns; i++) {
+        if (runs[i].use_pool && runs[i].mem_limit != 0)
+            printf("  pool: memory limit %.1f MiB (%.2f of the matrix), swap under %s\n",
+                   (double)runs[i].mem_limit / MIB, (double)runs[i].mem_limit / (double)matrix,
+                   runs[i].swap_dir);
+    }
+
+    int rounds = o.compare ? o.rounds : 1;
+    demo_result_t *res = calloc((size_t)rounds * 3, sizeof *res);
+    if (res == NULL)
+        return EXIT_RUN;
+    demo_progress_t prog;
+    memset(&prog, 0, sizeof prog);
+    progress_thread_t pt;
+    int failed = 0;
+    sample_t *plot_samples = NULL;
+    size_t plot_n = 0;
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < nruns; i++) {
+            demo_result_t *r = &res[round * 3 + i];
+            if (o.compare)
+                printf("\n%s (round %d of %d):\n", run_name(&runs[i]), round + 1, rounds);
+            if (progress_start(&pt, &prog, o.quiet) != 0) {
+                fprintf(stderr, "pinpool-demo: cannot start the progress thread\n");
+                return EXIT_RUN;
+            }
+            int rc = demo_run(&runs[i], &prog, r);
+            progress_stop(&pt);
+            if (rc != 0) {
+                free(pt.samples);
+                return EXIT_RUN;
+            }
+            failed += summary(&o, &runs[i], r);
+            /* The plot shows the last run with a limit (or the only run). */
+            if (runs[i].mem_limit != 0 || nruns == 1) {
+                free(plot_samples);
+                plot_samples = pt.samples;
+                plot_n = pt.nsamples;
+            } else {
+                free(pt.samples);
+            }
+        }
+    }
+
+    if (o.compare) {
+        double fac[3][99], tot[3][99];
+        for (int i = 0; i < 3; i++)
+            for (int round = 0; round < rounds; round++) {
+                fac[i][round] = res[round * 3 + i].t_factorize;
+                tot[i][round] = res[round * 3 + i].t_total;
+            }
+        double mf[3], mt[3];
+        for (int i = 0; i < 3; i++) {
+            mf[i] = median(fac[i], rounds);
+            mt[i] = median(tot[i], rounds);
+        }
+        printf("\ncompare (%s of %d round%s; ratios against raw pointers in this run):\n",
+               rounds > 1 ? "medians" : "one", rounds, rounds > 1 ? "s" : "");
+        printf("  %-22s %12s %8s %10s %8s\n", "run", "factorize s", "ratio", "total s",
+               "ratio");
+        for (int i = 0; i < 3; i++) {
+            char name[64];
+            if (runs[i].mem_limit != 0)
+                snprintf(name, sizeof name, "pool, limit %.0f MiB", (double)runs[i].mem_limit / MIB);
+            else
+                snprintf(name, sizeof name, "%s", run_name(&runs[i]));
+            printf("  %-22s %12.2f %7.3fx %10.2f %7.3fx\n", name, mf[i], mf[i] / mf[0], mt[i],
+                   mt[i] / mt[0]);
+        }
+        printf("  factorize GFLOP/s: raw %.1f, pool no limit %.1f, pool with limit %.1f\n",
+               res[0].factor_flops / mf[0] * 1e-9, res[0].factor_flops / mf[1] * 1e-9,
+               res[0].factor_flops / mf[2] * 1e-9);
+    }
+
+    if (o.plot != NULL) {
+        char title[160];
+        snprintf(title, sizeof title, "pinpool-demo: Cholesky n=%d, tile %d, limit %.0f MiB",
+                 base.n, base.b, (double)base.mem_limit / MIB);
+        if (plot(o.plot, plot_samples, plot_n, (double)base.mem_limit, title) != 0)
+            failed++;
+    }
+    free(plot_samples);
+    free(res);
+    if (failed) {
+        printf("pinpool-demo: %d check%s FAILED\n", failed, failed > 1 ? "s" : "");
+        return EXIT_CHECK;
+    }
+    printf("pinpool-demo: all checks passed\n");
+    return 0;
+}

@@ -52,7 +52,7 @@ static const char *const phase_names[] = {
 
 typedef struct options {
     demo_config_t cfg;
-    int limit_given, no_limit, compare, rounds, quiet, require_swap;
+    int limit_given, no_limit, compare, rounds, quiet, require_swap, lookahead_given;
     const char *plot;
 } options_t;
 
@@ -75,6 +75,10 @@ static void usage(FILE *f)
         "                        (default: $TMPDIR, else /tmp)\n"
         "      --require-swap    fail unless the whole matrix was written to swap\n"
         "      --seed S          seed of the matrix (default 1)\n"
+        "      --lookahead N     tasks ahead (in creation order) whose tiles a task\n"
+        "                        prefetches (default: the number of threads with\n"
+        "                        libgomp, 0 with libomp)\n"
+        "      --nowait-tries N  PP_PIN_NOWAIT attempts before a pin waits (default 2)\n"
         "  -q, --quiet           no progress line\n"
         "  -h, --help\n");
 }
@@ -116,7 +120,7 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
-           O_REQUIRE_SWAP, O_SEED };
+           O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -130,6 +134,8 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "swap-dir", required_argument, NULL, O_SWAP_DIR },
         { "require-swap", no_argument, NULL, O_REQUIRE_SWAP },
         { "seed", required_argument, NULL, O_SEED },
+        { "lookahead", required_argument, NULL, O_LOOKAHEAD },
+        { "nowait-tries", required_argument, NULL, O_NOWAIT_TRIES },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -184,6 +190,17 @@ static int parse_options(int argc, char **argv, options_t *o)
                 goto bad;
             c->seed = (uint64_t)v;
             break;
+        case O_LOOKAHEAD:
+            if (parse_int(optarg, 0, 1 << 20, &v) != 0)
+                goto bad;
+            c->lookahead = (int)v;
+            o->lookahead_given = 1;
+            break;
+        case O_NOWAIT_TRIES:
+            if (parse_int(optarg, 0, 1 << 20, &v) != 0)
+                goto bad;
+            c->nowait_tries = (int)v;
+            break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -200,6 +217,10 @@ static int parse_options(int argc, char **argv, options_t *o)
     }
     if (!c->use_pool && (o->limit_given || o->no_limit || o->compare)) {
         fprintf(stderr, "pinpool-demo: --no-pool takes no --mem-limit, --no-limit or --compare\n");
+        return -1;
+    }
+    if (!c->use_pool && o->plot != NULL) {
+        fprintf(stderr, "pinpool-demo: --plot draws the pool's bytes: not with --no-pool\n");
         return -1;
     }
     if (o->no_limit && (o->limit_given || o->compare)) {
@@ -227,7 +248,13 @@ static int parse_options(int argc, char **argv, options_t *o)
     }
     if (o->no_limit || !c->use_pool)
         c->mem_limit = 0;
-    c->lookahead = c->threads;
+    /* Prefetching the tiles of the next tasks in creation order pays when
+     * the runtime runs ready tasks in about that order (libgomp's queue:
+     * 10% faster here) and costs when it does not (libomp runs a worker's
+     * own newest task first: the guessed tiles were loaded for nothing and
+     * evicted others, 2x the loads, 35% slower). */
+    if (!o->lookahead_given)
+        c->lookahead = strcmp(demo_omp_runtime(), "libgomp") == 0 ? c->threads : 0;
     return 0;
 bad:
     fprintf(stderr, "pinpool-demo: bad value '%s' for -%c\n", optarg, opt < 256 ? opt : '-');
@@ -288,10 +315,10 @@ static void progress_tick(progress_thread_t *p, int print)
         return;
     double el = now - atomic_load(&g->phase_start);
     double gf = el > 0 ? (double)atomic_load(&g->flops) / el * 1e-9 : 0;
-    char line[256];
-    int len = snprintf(line, sizeof line, "%-9s %6" PRIu64 "/%-6" PRIu64 " tasks",
-                       phase_names[phase], atomic_load(&g->tasks_done),
-                       atomic_load(&g->tasks_total));
+    char line[256], tasks[64];
+    snprintf(tasks, sizeof tasks, "%" PRIu64 "/%" PRIu64 " tasks", atomic_load(&g->tasks_done),
+             atomic_load(&g->tasks_total));
+    int len = snprintf(line, sizeof line, "%-9s %17s", phase_names[phase], tasks);
     if (have)
         len += snprintf(line + len, sizeof line - (size_t)len,
                         "  resident %7.1f MiB  swapped %7.1f MiB",
@@ -477,6 +504,11 @@ static void header(const demo_config_t *c, int tiles, uint64_t matrix, uint64_t 
            c->n, c->b, c->b, T, tiles, (double)matrix / MIB, (double)tile / MIB);
     printf("  %d threads on %s, one BLAS thread per task (OpenBLAS %s)\n", c->threads,
            demo_omp_runtime(), openblas_get_corename());
+    if (c->use_pool && c->lookahead > 0)
+        printf("  tasks prefetch the tiles of the next %d task%s in creation order\n",
+               c->lookahead, c->lookahead == 1 ? "" : "s");
+    else if (c->use_pool)
+        printf("  tasks prefetch no other task's tiles (--lookahead 0)\n");
 }
 
 static int cmp_double(const void *a, const void *b)

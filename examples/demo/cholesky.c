@@ -457,6 +457,25 @@ out:
 
 /* ---- the phases ---------------------------------------------------------- */
 
+/* Runs fn(r, i, j) as one task per stored tile (i >= j), created row by
+ * row or, by_column, column by column; returns when all have run. */
+static void tile_tasks(run_t *r, int by_column, void (*fn)(run_t *, int, int))
+{
+    int T = r->T;
+#pragma omp parallel num_threads(r->cfg->threads)
+#pragma omp single
+    for (int a = 0; a < T; a++)
+        for (int b = by_column ? a : 0; b < (by_column ? T : a + 1); b++) {
+            int i = by_column ? b : a, j = by_column ? a : b;
+            TASK_BEFORE_CREATE();
+#pragma omp task firstprivate(i, j)
+            {
+                fn(r, i, j);
+                TASK_AFTER_BODY();
+            }
+        }
+}
+
 static int make_pool(run_t *r)
 {
     const demo_config_t *cfg = r->cfg;
@@ -533,17 +552,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     /* Generate: one task a tile.  Each put may wait for the swap threads
      * to make room under the limit. */
     start_phase(r, PHASE_GENERATE, (uint64_t)ntiles);
-#pragma omp parallel num_threads(cfg->threads)
-#pragma omp single
-    for (int i = 0; i < T; i++)
-        for (int j = 0; j <= i; j++) {
-            TASK_BEFORE_CREATE();
-#pragma omp task firstprivate(i, j)
-            {
-                generate_tile(r, i, j);
-                TASK_AFTER_BODY();
-            }
-        }
+    tile_tasks(r, 0, generate_tile);
     t1 = demo_now();
     res->t_generate = t1 - t0;
     if (phase_failed(r, "generate"))
@@ -579,17 +588,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     /* Check: ||A - L L^T|| tile by tile, through the pool. */
     start_phase(r, PHASE_CHECK, (uint64_t)ntiles);
     t0 = demo_now();
-#pragma omp parallel num_threads(cfg->threads)
-#pragma omp single
-    for (int j = 0; j < T; j++)
-        for (int i = j; i < T; i++) {
-            TASK_BEFORE_CREATE();
-#pragma omp task firstprivate(i, j)
-            {
-                check_tile(r, i, j);
-                TASK_AFTER_BODY();
-            }
-        }
+    tile_tasks(r, 1, check_tile);
     t1 = demo_now();
     res->t_check = t1 - t0;
     if (phase_failed(r, "check"))

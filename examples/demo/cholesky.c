@@ -164,10 +164,14 @@ typedef struct run {
 
 static int tile_index(int i, int j) { return i * (i + 1) / 2 + j; }
 
+/* The run's flags and counters are relaxed: tasks only read them to stop
+ * early, and the end of each parallel region orders them before the run
+ * reads them.  The progress figures are for display only. */
 static void task_failed(run_t *r, int rc, const char *what)
 {
     int expected = 0;
-    if (atomic_compare_exchange_strong(&r->failed, &expected, rc))
+    if (atomic_compare_exchange_strong_explicit(&r->failed, &expected, rc,
+                                                memory_order_relaxed, memory_order_relaxed))
         fprintf(stderr, "pinpool-demo: %s: %s (%s)\n", what, pp_strerror(rc),
                 pp_err_name(rc));
 }
@@ -180,11 +184,11 @@ static void count_done(run_t *r, double flops)
 
 static void start_phase(run_t *r, demo_phase_t phase, uint64_t tasks)
 {
-    atomic_store(&r->prog->tasks_total, tasks);
-    atomic_store(&r->prog->tasks_done, 0);
-    atomic_store(&r->prog->flops, 0);
-    atomic_store(&r->prog->phase_start, demo_now());
-    atomic_store(&r->prog->phase, (int)phase);
+    atomic_store_explicit(&r->prog->tasks_total, tasks, memory_order_relaxed);
+    atomic_store_explicit(&r->prog->tasks_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->prog->flops, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->prog->phase_start, demo_now(), memory_order_relaxed);
+    atomic_store_explicit(&r->prog->phase, (int)phase, memory_order_relaxed);
 }
 
 /* Pins a task's tiles before it runs, all or none: n_in tiles to read and,
@@ -232,8 +236,9 @@ static int pin_task_tiles(run_t *r, const pp_ref_t *in, int n_in, pp_ref_t out,
     }
 }
 
-/* Starts loading the tiles of the factorisation tasks after task t (in
- * creation order, the order the runtime tends to run them). */
+/* Starts loading the tiles of the cfg->lookahead factorisation tasks
+ * created after task t: libgomp runs ready tasks in about creation order
+ * (main.c sets the lookahead to 0 on libomp, which does not). */
 static void prefetch_after(run_t *r, int t)
 {
     for (int u = t + 1; u <= t + r->cfg->lookahead && u < r->ntasks; u++) {
@@ -251,11 +256,12 @@ static void generate_tile(run_t *r, int i, int j)
 {
     const demo_config_t *cfg = r->cfg;
     int idx = tile_index(i, j);
-    double *t = NULL;
-    if (posix_memalign((void **)&t, 64, r->tile_bytes) != 0) {
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, r->tile_bytes) != 0) {
         task_failed(r, PP_ENOMEM, "allocating a tile");
         return;
     }
+    double *t = mem;
     a_tile(cfg->seed, cfg->n, r->b, i, j, t);
     if (r->pool == NULL) {
         r->raw[idx] = t;
@@ -293,7 +299,8 @@ static void kernel(run_t *r, const task_t *t, double *const in[2], double *out)
         lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', b, out, b);
         if (info != 0) {
             int expected = 0;
-            atomic_compare_exchange_strong(&r->potrf_info, &expected, (int)info);
+            atomic_compare_exchange_strong_explicit(&r->potrf_info, &expected, (int)info,
+                                                    memory_order_relaxed, memory_order_relaxed);
         }
         break;
     }
@@ -509,7 +516,7 @@ static void destroy_pool(run_t *r)
 
 static int phase_failed(run_t *r, const char *phase)
 {
-    if (atomic_load(&r->failed) == 0)
+    if (atomic_load_explicit(&r->failed, memory_order_relaxed) == 0)
         return 0;
     fprintf(stderr, "pinpool-demo: %s failed\n", phase);
     return -1;
@@ -579,9 +586,9 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     res->t_factorize = t1 - t0;
     if (phase_failed(r, "factorize"))
         goto out;
-    if (atomic_load(&r->potrf_info) != 0) {
+    if (atomic_load_explicit(&r->potrf_info, memory_order_relaxed) != 0) {
         fprintf(stderr, "pinpool-demo: dpotrf: the matrix is not positive definite (info %d)\n",
-                atomic_load(&r->potrf_info));
+                atomic_load_explicit(&r->potrf_info, memory_order_relaxed));
         goto out;
     }
 
@@ -639,10 +646,10 @@ out:
         for (int x = 0; x < ntiles; x++)
             if (r->ref[x] != PP_REF_NONE && pp_release(r->pool, r->ref[x]) == 0)
                 r->ref[x] = PP_REF_NONE;
-    res->nowait_eagain = atomic_load(&r->nowait_eagain);
-    res->enomem_retries = atomic_load(&r->enomem_retries);
-    res->prefetches = atomic_load(&r->prefetches);
-    atomic_store(&prog->phase, (int)PHASE_IDLE);
+    res->nowait_eagain = atomic_load_explicit(&r->nowait_eagain, memory_order_relaxed);
+    res->enomem_retries = atomic_load_explicit(&r->enomem_retries, memory_order_relaxed);
+    res->prefetches = atomic_load_explicit(&r->prefetches, memory_order_relaxed);
+    atomic_store_explicit(&prog->phase, (int)PHASE_IDLE, memory_order_relaxed);
     destroy_pool(r);
     if (r->raw != NULL)
         for (int x = 0; x < ntiles; x++)

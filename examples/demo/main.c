@@ -288,7 +288,7 @@ typedef struct progress_thread {
 static void progress_tick(progress_thread_t *p, int print)
 {
     demo_progress_t *g = p->prog;
-    int phase = atomic_load(&g->phase);
+    int phase = atomic_load_explicit(&g->phase, memory_order_relaxed);
     if (phase == PHASE_IDLE)
         return;
     pp_stats_t st;
@@ -313,11 +313,11 @@ static void progress_tick(progress_thread_t *p, int print)
     }
     if (!print || p->quiet)
         return;
-    double el = now - atomic_load(&g->phase_start);
-    double gf = el > 0 ? (double)atomic_load(&g->flops) / el * 1e-9 : 0;
+    double el = now - atomic_load_explicit(&g->phase_start, memory_order_relaxed);
+    double gf = el > 0 ? (double)atomic_load_explicit(&g->flops, memory_order_relaxed) / el * 1e-9 : 0;
     char line[256], tasks[64];
-    snprintf(tasks, sizeof tasks, "%" PRIu64 "/%" PRIu64 " tasks", atomic_load(&g->tasks_done),
-             atomic_load(&g->tasks_total));
+    snprintf(tasks, sizeof tasks, "%" PRIu64 "/%" PRIu64 " tasks", atomic_load_explicit(&g->tasks_done, memory_order_relaxed),
+             atomic_load_explicit(&g->tasks_total, memory_order_relaxed));
     int len = snprintf(line, sizeof line, "%-9s %17s", phase_names[phase], tasks);
     if (have)
         len += snprintf(line + len, sizeof line - (size_t)len,

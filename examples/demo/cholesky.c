@@ -150,6 +150,7 @@ typedef struct run {
     int b;
     size_t tile_bytes;
     pp_pool_t *pool;            /* NULL: raw pointers */
+    unsigned nodes;             /* of the pool */
     pp_ref_t *ref;              /* pool: ref of each stored tile */
     double **raw;               /* raw: each stored tile */
     task_t *tasks;              /* the factorisation, in creation order */
@@ -266,8 +267,12 @@ static void generate_tile(run_t *r, int i, int j)
     if (r->pool == NULL) {
         r->raw[idx] = t;
     } else {
+        /* On this machine's topology a tile lives on the node of the thread
+         * that made it (and first touched it); on a synthetic one, threads
+         * are not bound, so tiles are spread over the nodes round-robin. */
+        unsigned flags = r->cfg->topology != NULL ? PP_ON_NODE((unsigned)idx % r->nodes) : 0u;
         /* The pool owns the tile from here (type NULL: released with free). */
-        int rc = pp_put(r->pool, t, r->tile_bytes, NULL, 0, &r->ref[idx]);
+        int rc = pp_put(r->pool, t, r->tile_bytes, NULL, flags, &r->ref[idx]);
         if (rc != 0) {
             free(t);
             task_failed(r, rc, "pp_put");
@@ -489,12 +494,17 @@ static int make_pool(run_t *r)
     pp_options_t opt = PP_OPTIONS_INIT;
     opt.mem_limit = cfg->mem_limit;
     opt.swap_dir = cfg->mem_limit != 0 ? cfg->swap_dir : NULL;
+    opt.topology = cfg->topology;
     int rc = pp_pool_create(&opt, &r->pool);
     if (rc != 0) {
-        fprintf(stderr, "pinpool-demo: pp_pool_create (swap under %s): %s (%s)\n",
-                opt.swap_dir ? opt.swap_dir : "-", pp_strerror(rc), pp_err_name(rc));
+        fprintf(stderr, "pinpool-demo: pp_pool_create (swap under %s, topology %s): %s (%s)\n",
+                opt.swap_dir ? opt.swap_dir : "-", opt.topology ? opt.topology : "this machine's",
+                pp_strerror(rc), pp_err_name(rc));
         return -1;
     }
+    pp_stats_t st;
+    rc = pp_pool_stats(r->pool, &st);
+    r->nodes = rc == 0 && st.nodes > 0 ? st.nodes : 1;
     demo_progress_lock();
     r->prog->pool = r->pool;
     demo_progress_unlock();
@@ -649,6 +659,7 @@ out:
     res->nowait_eagain = atomic_load_explicit(&r->nowait_eagain, memory_order_relaxed);
     res->enomem_retries = atomic_load_explicit(&r->enomem_retries, memory_order_relaxed);
     res->prefetches = atomic_load_explicit(&r->prefetches, memory_order_relaxed);
+    res->nodes = r->nodes;
     atomic_store_explicit(&prog->phase, (int)PHASE_IDLE, memory_order_relaxed);
     destroy_pool(r);
     if (r->raw != NULL)

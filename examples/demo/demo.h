@@ -24,6 +24,9 @@ typedef struct demo_config {
     int nowait_tries;       /* PP_PIN_NOWAIT attempts before a blocking pin */
     int lookahead;          /* tasks ahead whose tiles a task prefetches */
     uint64_t seed;          /* of the matrix's entries */
+    const char *topology;   /* pool mode: NULL (this machine) or an hwloc
+                               synthetic string / XML file; then tiles are
+                               spread over its nodes round-robin */
 } demo_config_t;
 
 /* What the progress thread reads while a run goes on.  Written by the run
@@ -57,6 +60,7 @@ typedef struct demo_result {
     uint64_t nowait_eagain;     /* PP_PIN_NOWAIT pins that found a tile not resident */
     uint64_t enomem_retries;    /* pins retried after PP_ENOMEM */
     uint64_t prefetches;        /* pp_prefetch calls */
+    unsigned nodes;             /* pool mode: node domains of the pool */
 } demo_result_t;
 
 /* Runs generate, factorize, check and release; fills *res.  Returns 0, or

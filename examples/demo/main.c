@@ -79,6 +79,9 @@ static void usage(FILE *f)
         "                        prefetches (default: the number of threads with\n"
         "                        libgomp, 0 with libomp)\n"
         "      --nowait-tries N  PP_PIN_NOWAIT attempts before a pin waits (default 2)\n"
+        "      --topology STR    the pool's topology: an hwloc synthetic string such as\n"
+        "                        \"pack:2 numa:2 core:2 pu:1\" (tiles spread over its\n"
+        "                        nodes) or an XML file; default: this machine's\n"
         "  -q, --quiet           no progress line\n"
         "  -h, --help\n");
 }
@@ -120,7 +123,7 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
-           O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES };
+           O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -136,6 +139,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "seed", required_argument, NULL, O_SEED },
         { "lookahead", required_argument, NULL, O_LOOKAHEAD },
         { "nowait-tries", required_argument, NULL, O_NOWAIT_TRIES },
+        { "topology", required_argument, NULL, O_TOPOLOGY },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -201,6 +205,7 @@ static int parse_options(int argc, char **argv, options_t *o)
                 goto bad;
             c->nowait_tries = (int)v;
             break;
+        case O_TOPOLOGY: c->topology = optarg; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -215,8 +220,9 @@ static int parse_options(int argc, char **argv, options_t *o)
                 "tile order (%d)\n", c->n, c->b);
         return -1;
     }
-    if (!c->use_pool && (o->limit_given || o->no_limit || o->compare)) {
-        fprintf(stderr, "pinpool-demo: --no-pool takes no --mem-limit, --no-limit or --compare\n");
+    if (!c->use_pool && (o->limit_given || o->no_limit || o->compare || c->topology)) {
+        fprintf(stderr, "pinpool-demo: --no-pool takes no --mem-limit, --no-limit, --compare "
+                "or --topology\n");
         return -1;
     }
     if (!c->use_pool && o->plot != NULL) {
@@ -465,6 +471,14 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
     if (!c->use_pool)
         return failed;
     const pp_node_stats_t *t = &r->stats.total;
+    if (r->nodes > 1) {
+        printf("  per node:");
+        for (unsigned n = 0; n < r->nodes && n < PP_MAX_NODES; n++)
+            printf("%s %" PRIu64 " loads, %.1f MiB written", n ? ";" : "",
+                   r->stats.node[n].loads,
+                   (double)r->stats.node[n].swap_bytes_written / MIB);
+        printf("\n");
+    }
     printf("  pins %" PRIu64 ", evictions %" PRIu64 " (%" PRIu64 " written, %" PRIu64
            " clean), loads %" PRIu64 " (%" PRIu64 " waited for another's)\n",
            t->pins, t->evictions_written + t->evictions_clean, t->evictions_written,
@@ -558,6 +572,8 @@ int main(int argc, char **argv)
         runs[0] = base;
         nruns = 1;
     }
+    if (base.topology != NULL)
+        printf("  pool topology: \"%s\" (tiles spread over its nodes)\n", base.topology);
     for (int i = 0; i < nruns; i++) {
         if (runs[i].use_pool && runs[i].mem_limit != 0)
             printf("  pool: memory limit %.1f MiB (%.2f of the matrix), swap under %s\n",

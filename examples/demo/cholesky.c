@@ -50,12 +50,20 @@
  * the memory of a finished task's descriptor (its firstprivate copies) for
  * a task created later: the reuse is ordered by libomp's own atomics, which
  * TSan cannot see, so TSan reports the creating thread's write of the new
- * task's arguments against the finished task's read of its own.  Each task
- * therefore releases `task_memory_recycled` as its last action, and the
- * thread that creates tasks acquires it before each creation: the ordering
- * libomp really provides (a descriptor is reused only after its task ended).
- * Only the creating thread's accesses are ordered after finished tasks; it
- * touches no tile, so races between tasks stay visible.
+ * task's arguments against the finished task's read of its own.
+ *
+ * In TSan builds the demo states that ordering with one (recursive) mutex:
+ * the creating thread holds it around each `#pragma omp task`, and each
+ * task passes through it as its last action.  A descriptor that the
+ * creation reuses was freed by a task that had passed through the mutex
+ * before the creation took it -- no task can end while a creation holds it
+ * -- so TSan sees that task's accesses ordered before the reuse.  (An
+ * acquire before each creation and a release at the end of each task was
+ * tried first: a task could release after the acquire and still be freed
+ * before the allocation, and a 15-minute soak found that window.)  Only the
+ * creating thread's accesses are ordered after finished tasks; it touches
+ * no tile, so races between tasks stay visible (demo.seeded_race.caught).
+ * Recursive, because libomp may run a task inline inside the creation.
  * ------------------------------------------------------------------------- */
 #if defined(__SANITIZE_THREAD__)
 #define DEMO_TSAN 1
@@ -65,13 +73,18 @@
 #endif
 #endif
 #ifdef DEMO_TSAN
-#include <sanitizer/tsan_interface.h>
-static char task_memory_recycled;
-#define TASK_BEFORE_CREATE() __tsan_acquire(&task_memory_recycled)
-#define TASK_AFTER_BODY() __tsan_release(&task_memory_recycled)
+static pthread_mutex_t task_memory_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+#define TASK_CREATE_BEGIN() pthread_mutex_lock(&task_memory_mu)
+#define TASK_CREATE_END() pthread_mutex_unlock(&task_memory_mu)
+#define TASK_BODY_END()                          \
+    do {                                         \
+        pthread_mutex_lock(&task_memory_mu);     \
+        pthread_mutex_unlock(&task_memory_mu);   \
+    } while (0)
 #else
-#define TASK_BEFORE_CREATE() ((void)0)
-#define TASK_AFTER_BODY() ((void)0)
+#define TASK_CREATE_BEGIN() ((void)0)
+#define TASK_CREATE_END() ((void)0)
+#define TASK_BODY_END() ((void)0)
 #endif
 
 /* Pins retried after PP_ENOMEM (every resident byte pinned by other
@@ -479,12 +492,13 @@ static void tile_tasks(run_t *r, int by_column, void (*fn)(run_t *, int, int))
     for (int a = 0; a < T; a++)
         for (int b = by_column ? a : 0; b < (by_column ? T : a + 1); b++) {
             int i = by_column ? b : a, j = by_column ? a : b;
-            TASK_BEFORE_CREATE();
+            TASK_CREATE_BEGIN();
 #pragma omp task firstprivate(i, j)
             {
                 fn(r, i, j);
-                TASK_AFTER_BODY();
+                TASK_BODY_END();
             }
+            TASK_CREATE_END();
         }
 }
 
@@ -585,12 +599,13 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
         char *in0 = task->nin > 0 ? &r->dep[task->in[0]] : &r->dep_none;
         char *in1 = task->nin > 1 ? &r->dep[task->in[1]] : &r->dep_none;
         char *out_dep = &r->dep[task->out];
-        TASK_BEFORE_CREATE();
+        TASK_CREATE_BEGIN();
 #pragma omp task firstprivate(t) depend(in: *in0, *in1) depend(inout: *out_dep)
         {
             run_task(r, t);
-            TASK_AFTER_BODY();
+            TASK_BODY_END();
         }
+        TASK_CREATE_END();
     }
     t1 = demo_now();
     res->t_factorize = t1 - t0;

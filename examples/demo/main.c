@@ -29,11 +29,13 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +55,7 @@ static const char *const phase_names[] = {
 typedef struct options {
     demo_config_t cfg;
     int limit_given, no_limit, compare, rounds, quiet, require_swap, lookahead_given;
+    int return_memory;
     const char *plot;
 } options_t;
 
@@ -82,6 +85,10 @@ static void usage(FILE *f)
         "      --topology STR    the pool's topology: an hwloc synthetic string such as\n"
         "                        \"pack:2 numa:2 core:2 pu:1\" (tiles spread over its\n"
         "                        nodes) or an XML file; default: this machine's\n"
+        "      --return-memory   give freed tiles back to the kernel at once (glibc\n"
+        "                        keeps them for reuse otherwise): the process's\n"
+        "                        resident set follows the pool's, tiles cost page\n"
+        "                        faults\n"
         "  -q, --quiet           no progress line\n"
         "  -h, --help\n");
 }
@@ -123,7 +130,8 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
-           O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY };
+           O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY,
+           O_RETURN_MEMORY };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -140,6 +148,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "lookahead", required_argument, NULL, O_LOOKAHEAD },
         { "nowait-tries", required_argument, NULL, O_NOWAIT_TRIES },
         { "topology", required_argument, NULL, O_TOPOLOGY },
+        { "return-memory", no_argument, NULL, O_RETURN_MEMORY },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -206,6 +215,7 @@ static int parse_options(int argc, char **argv, options_t *o)
             c->nowait_tries = (int)v;
             break;
         case O_TOPOLOGY: c->topology = optarg; break;
+        case O_RETURN_MEMORY: o->return_memory = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -504,6 +514,17 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
     } else {
         printf("  resident %.1f MiB, nothing swapped\n", (double)t->resident_bytes / MIB);
     }
+    if (!o->compare) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) == 0)
+            printf("  process: peak RSS %.1f MiB: the pool's %.1f MiB, plus %s, scratch "
+                   "tiles, OpenBLAS and the program\n", (double)ru.ru_maxrss / 1024.0,
+                   (double)(c->mem_limit != 0 ? r->stats.resident_peak
+                                              : r->stats.total.resident_bytes) / MIB,
+                   o->return_memory ? "no freed tile (--return-memory)"
+                                    : "freed tiles the allocator keeps for reuse (see "
+                                      "--return-memory)");
+    }
     printf("  reclaim lag p50 %.1f us, p99 %.1f us  (%" PRIu64 " tiles freed, %" PRIu64
            " timed)\n", (double)r->lag_p50_ns / 1e3, (double)r->lag_p99_ns / 1e3, r->frees,
            r->lag_count);
@@ -550,6 +571,14 @@ int main(int argc, char **argv)
     /* One BLAS thread per task: the tasks are the parallelism. */
     openblas_set_num_threads(1);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* --return-memory: every tile-sized block is its own mapping, returned
+     * to the kernel when freed (glibc otherwise raises its mmap threshold
+     * after the first frees and keeps freed tiles in its heap for reuse). */
+    if (o.return_memory && mallopt(M_MMAP_THRESHOLD, 256 * 1024) != 1) {
+        fprintf(stderr, "pinpool-demo: --return-memory: mallopt(M_MMAP_THRESHOLD) refused (a "
+                "sanitizer's allocator?); freed memory may stay in the process\n");
+        o.return_memory = 0;
+    }
 
     demo_config_t base = o.cfg;
     int T = base.n / base.b, tiles = T * (T + 1) / 2;

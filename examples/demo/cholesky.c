@@ -60,10 +60,12 @@
  * -- so TSan sees that task's accesses ordered before the reuse.  (An
  * acquire before each creation and a release at the end of each task was
  * tried first: a task could release after the acquire and still be freed
- * before the allocation, and a 15-minute soak found that window.)  Only the
- * creating thread's accesses are ordered after finished tasks; it touches
- * no tile, so races between tasks stay visible (demo.seeded_race.caught).
- * Recursive, because libomp may run a task inline inside the creation.
+ * before the allocation, and a 15-minute soak found that window.)  The
+ * price: a task that ended before another was created is ordered before
+ * it (through the creating thread), so TSan no longer reports races
+ * between such a pair; races between tasks alive at the same time are
+ * still reported (demo.seeded_race.caught).  Recursive, because libomp may
+ * run a task inline inside the creation.
  * ------------------------------------------------------------------------- */
 #if defined(__SANITIZE_THREAD__)
 #define DEMO_TSAN 1

@@ -465,7 +465,8 @@ PP_API int pp_thread_exit(pp_pool_t *pool);
  * section is ended first, as by pp_quiescent(), so a QSBR caller cannot
  * wait on itself; another QSBR thread that does not quiesce makes it wait.
  * Returns 0, or PP_EBUSY on timeout.  On 0, everything those entries' free
- * functions did happens before the return.  Blocking (polls with short
+ * functions did happens before the return, and their reclamation is
+ * complete: pp_pool_stats counts it (frees, retired_slots, lag).  Blocking (polls with short
  * sleeps). */
 PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 

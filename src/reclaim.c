@@ -227,8 +227,15 @@ static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *
     }
     if (pw & PP__F_SWAPPED)
         pp__swap_drop(pool, node, e);
-    /* release: the free function's effects happen before anything that
-     * acquires this count (pp_pool_stats, hence pp_pool_drain). */
+}
+
+/* Counts one entry reclaimed, once everything about it is done (data
+ * freed, bytes and lag accounted, slot recycled or retired).  release: all
+ * of that happens before anything that acquires this count (pp_pool_stats,
+ * hence pp_pool_drain, whose return thus also sees the slot's new state
+ * and the retired_slots count). */
+static void pp__count_free(pp__node_t *node)
+{
     pp__atomic_store_release(&node->frees, pp__atomic_load_relaxed(&node->frees) + 1);
 }
 
@@ -275,6 +282,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
     pp__slot_recycle(pool, node, e);
+    pp__count_free(node);
 }
 
 static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
@@ -310,6 +318,7 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     pp__counter_add(&node->leaked_owned, 1);
     pp__entry_free_data(pool, node, e, pw);
     pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);
+    pp__count_free(node);
 }
 
 static void *pp__reclaimer_main(void *arg)

@@ -143,12 +143,22 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
         bool stale = false;
         for (unsigned k = 0; k <= S && !stale; k++) {
             pp__hot_line_t *l = &lines[k == S ? 0 : k + 1];
-            uint64_t w = pp__atomic_load_relaxed(&l->w);
+            /* acquire, here and on a failed CAS: a counter another demoter
+             * closed first is read through its close (an RMW, so still in
+             * the release sequence of every unpin on the counter), and
+             * whichever demoter installs the sum has taken those unpins:
+             * they happen before its CAS on pw, hence before an eviction's
+             * claim and free.  (Read relaxed, a demoter that found the
+             * counter closed handed the sum on without them: TSan, in a
+             * 10-minute torture with swap and QSBR, saw the swap thread
+             * free data a hot unpinner had read.) */
+            uint64_t w = pp__atomic_load_acquire(&l->w);
             while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED)) {
                 PP__YIELD(PIN);
                 /* acq_rel: acquire takes every unpin released on this
-                 * counter, so they happen before the sum is installed. */
-                if (pp__atomic_cas_weak_acq_rel(&l->w, &w, w | PP__HOT_CLOSED))
+                 * counter, so they happen before the sum is installed;
+                 * acquire on failure, as above. */
+                if (pp__atomic_cas_strong_acq_rel(&l->w, &w, w | PP__HOT_CLOSED))
                     w |= PP__HOT_CLOSED;
             }
             stale = pp__hot_tag(w) != tag;   /* demoted and reused meanwhile */

@@ -466,8 +466,8 @@ PP_API int pp_thread_exit(pp_pool_t *pool);
  * wait on itself; another QSBR thread that does not quiesce makes it wait.
  * Returns 0, or PP_EBUSY on timeout.  On 0, everything those entries' free
  * functions did happens before the return, and their reclamation is
- * complete: pp_pool_stats counts it (frees, retired_slots, lag).  Blocking (polls with short
- * sleeps). */
+ * complete: pp_pool_stats counts it (frees, retired_slots, lag).
+ * Blocking (polls with short sleeps). */
 PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 
 /* ------------------------------------------------------------------------ */

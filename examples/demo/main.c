@@ -116,14 +116,15 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
+/* A decimal integer in [lo, hi] into *out; -1 if s is not one. */
+static int parse_int(const char *s, int lo, int hi, int *out)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
         return -1;
-    *out = v;
+    *out = (int)v;
     return 0;
 }
 
@@ -163,19 +164,16 @@ static int parse_options(int argc, char **argv, options_t *o)
     o->rounds = 1;
     const char *tmp = getenv("TMPDIR");
     c->swap_dir = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
-    long v;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "n:b:m:t:qh", longopts, NULL)) != -1) {
+    int opt, seed, li = -1;
+    while ((opt = getopt_long(argc, argv, "n:b:m:t:qh", longopts, &li)) != -1) {
         switch (opt) {
         case 'n':
-            if (parse_int(optarg, 1, 1L << 20, &v) != 0)
+            if (parse_int(optarg, 1, 1 << 20, &c->n) != 0)
                 goto bad;
-            c->n = (int)v;
             break;
         case 'b':
-            if (parse_int(optarg, 1, 1 << 14, &v) != 0)
+            if (parse_int(optarg, 1, 1 << 14, &c->b) != 0)
                 goto bad;
-            c->b = (int)v;
             break;
         case 'm':
             if (parse_size(optarg, &c->mem_limit) != 0 || c->mem_limit == 0)
@@ -183,36 +181,32 @@ static int parse_options(int argc, char **argv, options_t *o)
             o->limit_given = 1;
             break;
         case 't':
-            if (parse_int(optarg, 1, 1024, &v) != 0)
+            if (parse_int(optarg, 1, 1024, &c->threads) != 0)
                 goto bad;
-            c->threads = (int)v;
             break;
         case O_NO_POOL: c->use_pool = 0; break;
         case O_NO_LIMIT: o->no_limit = 1; break;
         case O_COMPARE: o->compare = 1; break;
         case O_ROUNDS:
-            if (parse_int(optarg, 1, 99, &v) != 0)
+            if (parse_int(optarg, 1, 99, &o->rounds) != 0)
                 goto bad;
-            o->rounds = (int)v;
             break;
         case O_PLOT: o->plot = optarg; break;
         case O_SWAP_DIR: c->swap_dir = optarg; break;
         case O_REQUIRE_SWAP: o->require_swap = 1; break;
         case O_SEED:
-            if (parse_int(optarg, 0, 0x7fffffffL, &v) != 0)
+            if (parse_int(optarg, 0, 0x7fffffff, &seed) != 0)
                 goto bad;
-            c->seed = (uint64_t)v;
+            c->seed = (uint64_t)seed;
             break;
         case O_LOOKAHEAD:
-            if (parse_int(optarg, 0, 1 << 20, &v) != 0)
+            if (parse_int(optarg, 0, 1 << 20, &c->lookahead) != 0)
                 goto bad;
-            c->lookahead = (int)v;
             o->lookahead_given = 1;
             break;
         case O_NOWAIT_TRIES:
-            if (parse_int(optarg, 0, 1 << 20, &v) != 0)
+            if (parse_int(optarg, 0, 1 << 20, &c->nowait_tries) != 0)
                 goto bad;
-            c->nowait_tries = (int)v;
             break;
         case O_TOPOLOGY: c->topology = optarg; break;
         case O_RETURN_MEMORY: o->return_memory = 1; break;
@@ -273,7 +267,11 @@ static int parse_options(int argc, char **argv, options_t *o)
         c->lookahead = strcmp(demo_omp_runtime(), "libgomp") == 0 ? c->threads : 0;
     return 0;
 bad:
-    fprintf(stderr, "pinpool-demo: bad value '%s' for -%c\n", optarg, opt < 256 ? opt : '-');
+    if (opt < 256)
+        fprintf(stderr, "pinpool-demo: bad value '%s' for -%c\n", optarg, opt);
+    else
+        fprintf(stderr, "pinpool-demo: bad value '%s' for --%s\n", optarg,
+                li >= 0 ? longopts[li].name : "?");
     usage(stderr);
     return -1;
 }

@@ -159,3 +159,25 @@ void pp__debug_yield_env(void)
 }
 
 #endif
+
+/* ------------------------------------------------------------------------ */
+/* Test points (every build, see internal.h)                                 */
+/* ------------------------------------------------------------------------ */
+
+_Atomic(pp__test_point_fn) pp__test_point_fn_;
+static void *_Atomic pp__test_point_ctx;
+
+void pp__test_point_hook(pp__test_point_fn fn, void *ctx)
+{
+    pp__atomic_store_relaxed(&pp__test_point_ctx, ctx);
+    /* release: the context is stored before the hook that reads it. */
+    pp__atomic_store_release(&pp__test_point_fn_, fn);
+}
+
+void pp__test_point_run(enum pp__test_point where, void *arg)
+{
+    /* acquire: pairs with the hook's release (its context). */
+    pp__test_point_fn fn = pp__atomic_load_acquire(&pp__test_point_fn_);
+    if (fn != NULL)
+        fn(where, arg, pp__atomic_load_relaxed(&pp__test_point_ctx));
+}

@@ -174,6 +174,7 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
             PP__CHECK(sum <= PP_MAX_PINS);
             uint64_t next = (pw & ~(PP__F_HOT | PP__PINS_MASK)) | sum;
             PP__YIELD(PIN);
+            PP__TEST_POINT(HOT_INSTALL, e);
             /* acq_rel: release hands the counters' unpins on with the sum
              * to the next change of the word (a final unpin, an eviction's
              * claim); acquire (also on failure) as for any change of pw. */

@@ -153,6 +153,30 @@ void pp__yield_maybe(void);
 #define PP__YIELD_ON(cls) 0
 #endif
 
+/*
+ * Test points (every build): named places on cold paths where a test can
+ * run code of its own on the thread that reaches them -- to stop that
+ * thread there and drive an interleaving deterministically, which random
+ * yields only make likely.  pp__test_point_hook(fn, ctx) installs fn (NULL
+ * removes it); PP__TEST_POINT(X, arg) calls fn(PP__TP_X, arg, ctx) when one
+ * is installed.  Off, a point costs one relaxed load and a branch, and
+ * none sits on a hot path (pin, unpin, lookup).  debug.c.
+ */
+enum pp__test_point {
+    PP__TP_HOT_INSTALL,   /* hot.c, demote: the counters are closed and summed,
+                             just before the CAS that installs the sum (arg: entry) */
+};
+typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
+void pp__test_point_hook(pp__test_point_fn fn, void *ctx);
+void pp__test_point_run(enum pp__test_point where, void *arg);
+extern _Atomic(pp__test_point_fn) pp__test_point_fn_;
+/* relaxed: a switch; pp__test_point_run acquires the hook and its context. */
+#define PP__TEST_POINT(where, arg)                                             \
+    do {                                                                       \
+        if (PP__UNLIKELY(pp__atomic_load_relaxed(&pp__test_point_fn_) != NULL)) \
+            pp__test_point_run(PP__TP_##where, (arg));                         \
+    } while (0)
+
 /* ------------------------------------------------------------------------ */
 /* Refs and tables                                                           */
 /* ------------------------------------------------------------------------ */

@@ -2916,6 +2916,10 @@ int main(int argc, char **argv)
                       kind == KIND_FLAT ? "type NULL" : kind == KIND_SWAP ? "swappable type"
                                                                           : "never-evicted type",
                       nb, ld, f, ef, rf, o, p, rw);
+            pp__entry_t *pe = pp__lookup(g_pool, rec_ref(r));
+            if (bad <= 10 && pe != NULL)
+                failf(m, "entry %" PRIu64 ": pool's words pw %#" PRIx64 " ow %#" PRIx64, k,
+                      (uint64_t)atomic_load(&pe->pw), (uint64_t)atomic_load(&pe->ow));
             continue;
         }
         if (kind == KIND_SWAP && rf == 0)

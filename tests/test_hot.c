@@ -50,6 +50,97 @@ Test(hot, promote_and_demote_keep_the_count, .timeout = 30)
     ct_delete(ct);
 }
 
+/* ------------------------------------------------------------------------ */
+/* A demoter stopped before it installs its sum                             */
+/* ------------------------------------------------------------------------ */
+
+/* The test point PP__TP_HOT_INSTALL stops one thread (the first to reach
+ * it, the "late" demoter) until the test lets it go. */
+typedef struct late {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool armed, arrived, go;
+    pp_pool_t *pool;
+    pp_ref_t ref;
+} late_t;
+
+static void late_point(enum pp__test_point where, void *arg, void *ctx)
+{
+    (void)arg;
+    late_t *l = ctx;
+    if (where != PP__TP_HOT_INSTALL)
+        return;
+    pthread_mutex_lock(&l->mu);
+    if (l->armed) {
+        l->armed = false;                    /* this thread is the late one */
+        l->arrived = true;
+        pthread_cond_broadcast(&l->cv);
+        while (!l->go)
+            pthread_cond_wait(&l->cv, &l->mu);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void *late_main(void *arg)
+{
+    late_t *l = arg;
+    (void)pp__debug_hot(l->pool, l->ref, HOT_OFF);
+    return NULL;
+}
+
+/* Two demoters of one promotion: the first closes the counters, sums them
+ * and stops just before its CAS on the word; the second finishes, the slot
+ * is freed, and the entry is promoted again into the same slot, so its
+ * word is the very value the first one read.  A pin dropped on the new
+ * promotion's counters must still count when the first one goes on: its
+ * CAS may not install the old sum over the new promotion.  (Before the
+ * fix it did: the entry kept a pin nobody held -- dead, it was never
+ * queued, drain left it and destroy refused with PP_EBUSY.) */
+Test(hot, late_demoter_does_not_install_over_a_new_promotion, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 128, 0);
+    late_t l = {.armed = true, .pool = pool, .ref = r};
+    pthread_mutex_init(&l.mu, NULL);
+    pthread_cond_init(&l.cv, NULL);
+    cr_assert_eq(hot(pool, r, HOT_ON), 1);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, 0, &p), 0);            /* one pin, counted hot */
+    pp__test_point_hook(late_point, &l);
+    pthread_t late;
+    cr_assert_eq(pthread_create(&late, NULL, late_main, &l), 0);
+    pthread_mutex_lock(&l.mu);
+    while (!l.arrived)
+        pthread_cond_wait(&l.cv, &l.mu);
+    pthread_mutex_unlock(&l.mu);
+    /* The late demoter holds the sum 1.  This thread demotes (the word
+     * takes the count 1), promotes again if the pool lets it, and drops
+     * the pin: wherever it is counted, the entry then holds none. */
+    cr_assert_eq(hot(pool, r, HOT_OFF), 0);
+    cr_assert_eq(pins_of(pool, r), 1);
+    (void)hot(pool, r, HOT_ON);
+    assert_rc(pp_unpin(pool, r), 0);
+    pthread_mutex_lock(&l.mu);
+    l.go = true;
+    pthread_cond_broadcast(&l.cv);
+    pthread_mutex_unlock(&l.mu);
+    cr_assert_eq(pthread_join(late, NULL), 0);
+    pp__test_point_hook(NULL, NULL);
+    cr_assert_eq(hot(pool, r, HOT_OFF), 0);
+    cr_assert_eq(pins_of(pool, r), 0, "the entry holds %u pin(s) nobody took", pins_of(pool, r));
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    cr_assert(pp__pool_is_valid(pool));
+    /* Dead and unpinned: reclaimed, and destroy has nothing to refuse. */
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    test_destroy(pool);
+    pthread_cond_destroy(&l.cv);
+    pthread_mutex_destroy(&l.mu);
+    ct_delete(ct);
+}
+
 Test(hot, no_promotion_while_pinned_or_dead, .timeout = 30)
 {
     pp_pool_t *pool = test_pool(NULL);

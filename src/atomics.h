@@ -18,12 +18,18 @@
 #define pp__atomic_load_acquire(p)  atomic_load_explicit((p), memory_order_acquire)
 #define pp__atomic_store_relaxed(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
+/* seq_cst: only where a store must be ordered before a later load of
+ * another word (store-buffering, Dekker's pattern): hot.c's demoters. */
+#define pp__atomic_load_seq_cst(p)  atomic_load_explicit((p), memory_order_seq_cst)
+#define pp__atomic_store_seq_cst(p, v) atomic_store_explicit((p), (v), memory_order_seq_cst)
+#define pp__atomic_add_seq_cst(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
 
 #define pp__atomic_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_sub_relaxed(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_add_release(p, v) atomic_fetch_add_explicit((p), (v), memory_order_release)
 #define pp__atomic_sub_release(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_release)
 #define pp__atomic_or_relaxed(p, v)  atomic_fetch_or_explicit((p), (v), memory_order_relaxed)
+#define pp__atomic_and_release(p, v) atomic_fetch_and_explicit((p), (v), memory_order_release)
 
 /* Compare-and-swap; on failure *expected is reloaded (relaxed/acquire). */
 #define pp__atomic_cas_weak_relaxed(p, expected, desired)                     \

@@ -59,7 +59,8 @@
  *   LOADING                      | load: fail     | -LOADING (|QUEUED if DEAD, p = 0) | the loader, CAS-acq_rel
  *   LIVE|DEAD|QUEUED, p = 0      | reclaim        | FREE (g), or retired if g = max   | home reclaimer, store-release
  *   LIVE|RESIDENT, !DEAD, !BUSY, | promote        | |HOT, bits 0..18 = hot slot index | a contended pinner,
- *     !HOT, !WPIN                |                |   (the p pins go to the slot)     |   CAS-acq_rel
+ *     !HOT, !WPIN; the slot has  |                |   (the p pins go to the slot)     |   CAS-acq_rel
+ *     no demoter in flight       |                |                                   |
  *   HOT                          | demote         | -HOT, p = sum of the hot counters | anyone, CAS-acq_rel
  *
  * Transitions of `ow`: put stores (g+1, 1); retain (g, o >= 1) -> o + 1;

@@ -47,6 +47,22 @@
  *            wins; its winner frees the slot.  Lock-free: a thread that
  *            finds a closed counter helps instead of waiting.
  *
+ * A demoter that lost the race must not install later.  Once the winner
+ * frees the slot, a new promotion of the same entry may take the same slot
+ * (the lowest free one) and so write the very word the loser read, HOT |
+ * slot with the same flags: the loser's CAS would then succeed (ABA) and
+ * put its old sum over the new promotion, whose counters keep counting --
+ * a pin dropped on them stays in the word for ever (a dead entry is never
+ * queued, destroy refuses), a pin taken on them is missing from it.  So
+ * each demoter registers in its slot's demoters count and checks that the
+ * slot still holds its promotion's tag, and a promotion, once it has
+ * stored its new tag, checks that the slot has no demoter, else gives up
+ * (it was only an optimisation).  Both sides are seq_cst (a store, then a
+ * load of the other word): either the promoter sees the demoter and gives
+ * up, or the demoter sees the new tag and leaves.  A registered demoter's
+ * promotion is thus the only one the slot can show until it leaves, and a
+ * word HOT | slot that its CAS finds is that promotion's.
+ *
  * Totals never exceed PP_MAX_PINS: a shard holds at most pool->hot_scap pins
  * and the central counter at most pool->hot_ccap, with
  * S * hot_scap + hot_ccap == PP_MAX_PINS; a pin that finds both full
@@ -137,6 +153,18 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
         unsigned i = pp__hot_index(pw);
         if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
+        /* seq_cst, both: the registration comes before the check of the
+         * tag, against a promoter's store of a new tag before its check
+         * of the count (pp__hot_promote): one of the two sees the other. */
+        pp__atomic_add_seq_cst(&lines[0].demoters, 1);
+        if (pp__hot_tag(pp__atomic_load_seq_cst(&lines[0].w)) != tag) {
+            /* The promotion is over, and the slot taken again or about
+             * to be: nothing of ours to install. */
+            pp__atomic_sub_release(&lines[0].demoters, 1);
+            /* acquire: as above. */
+            pw = pp__atomic_load_acquire(&e->pw);
+            continue;
+        }
         /* Close the shards, then the central counter (pins that find their
          * shard closed go there meanwhile), keeping each count. */
         uint64_t sum = 0;
@@ -164,9 +192,10 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
             stale = pp__hot_tag(w) != tag;   /* demoted and reused meanwhile */
             sum += pp__hot_count(w);
         }
-        /* Install the sum while the promotion lasts: pw is read before the
-         * tag is checked again, so the word of a later promotion would come
-         * with its later tag (its counters are stored before its CAS). */
+        /* Install the sum while the promotion lasts: no later promotion of
+         * the slot completes while we are registered, so a word HOT | i
+         * found by the CAS below is our promotion's, and the tag read
+         * again says whether it has ended. */
         /* acquire: as above. */
         pw = pp__atomic_load_acquire(&e->pw);
         while (!stale && (pw & PP__F_HOT) && pp__hot_index(pw) == i &&
@@ -182,11 +211,13 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
                 pp__atomic_add_relaxed(&node->hot_demotions, 1);
                 /* release: our reads of the closed counters happen before
                  * the next promotion stores into them (its acquire). */
-                atomic_fetch_and_explicit(&node->hot_used, ~((uint64_t)1 << i),
-                                          memory_order_release);
+                pp__atomic_and_release(&node->hot_used, ~((uint64_t)1 << i));
                 pw = next;
             }
         }
+        /* release: our reads of the counters happen before a promotion
+         * that sees the slot free of demoters stores into them. */
+        pp__atomic_sub_release(&lines[0].demoters, 1);
         /* A later promotion, if any, is demoted too: callers want the
          * word's own count. */
         if (pw & PP__F_HOT)
@@ -347,10 +378,22 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
         pp__atomic_store_relaxed(&lines[k].w, pp__hot_word(tag, 0));
     /* The pins held now move to the central counter.  They are read pins
      * (!WPIN): no write needs its unpin to release on the word. */
+    bool alone = false;                  /* no demoter of an earlier promotion */
     for (;;) {
         if (pp__word_gen(pw) != gen || (pw & (want | bad)) != want ||
             pp__pw_pins(pw) > pool->hot_ccap)
             break;
+        if (!alone) {
+            /* seq_cst, both: the new tag is stored before the count of
+             * demoters is read, against a demoter's registration before
+             * its check of the tag (pp__hot_demote).  A demoter of the
+             * slot's last promotion may still hold the word it read, which
+             * ours is about to repeat: give up. */
+            pp__atomic_store_seq_cst(&lines[0].w, pp__hot_word(tag, pp__pw_pins(pw)));
+            if (pp__atomic_load_seq_cst(&lines[0].demoters) != 0)
+                break;
+            alone = true;
+        }
         pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, pp__pw_pins(pw)));
         uint64_t next = (pw & ~PP__PINS_MASK) | PP__F_HOT | i;
         PP__YIELD(PIN);
@@ -366,12 +409,30 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
     pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, 0));
     /* release: as in pp__hot_demote (our stores come before the next
      * promoter's). */
-    atomic_fetch_and_explicit(&node->hot_used, ~((uint64_t)1 << i), memory_order_release);
+    pp__atomic_and_release(&node->hot_used, ~((uint64_t)1 << i));
 }
 
 unsigned pp__hot_in_use(pp_pool_t *pool, unsigned n)
 {
     return (unsigned)__builtin_popcountll(pp__atomic_load_relaxed(&pool->nodes[n]->hot_used));
+}
+
+bool pp__hot_slots_valid(pp_pool_t *pool, unsigned n, const uint32_t *holders)
+{
+    pp__node_t *node = pool->nodes[n];
+    if (node->hot == NULL)
+        return true;
+    uint64_t used = pp__atomic_load_relaxed(&node->hot_used);
+    for (unsigned i = 0; i < PP__HOT_SLOTS; i++) {
+        pp__hot_line_t *lines = pp__hot_slot(pool, node, i);
+        bool retired = pp__hot_tag(pp__atomic_load_relaxed(&lines[0].w)) == UINT32_MAX;
+        /* A slot of tag UINT32_MAX may still hold its last promotion. */
+        bool ok = (used >> i) & 1u ? holders[i] == 1 || (retired && holders[i] == 0)
+                                   : holders[i] == 0;
+        if (!ok || pp__atomic_load_relaxed(&lines[0].demoters) != 0)
+            return false;
+    }
+    return true;
 }
 
 int pp__debug_hot(pp_pool_t *pool, pp_ref_t ref, int op)

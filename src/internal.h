@@ -195,9 +195,12 @@ static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)
     return ((pp_ref_t)node << 58) | ((pp_ref_t)slot << 32) | gen;
 }
 
-/* One counter of a hot slot, alone on a pair of cache lines (hot.c). */
+/* One counter of a hot slot, alone on a pair of cache lines (hot.c).
+ * demoters is used in a slot's line 0 only: the demotions of the slot's
+ * promotion in flight; no promotion of the slot completes while any is. */
 typedef struct pp__hot_line {
     _Atomic uint64_t w;
+    _Atomic uint32_t demoters;
 } __attribute__((aligned(PP__PAD))) pp__hot_line_t;
 
 #define PP__HOT_CLOSED   ((uint64_t)1 << 31)
@@ -666,6 +669,9 @@ int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
 uint32_t pp__hot_pins(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t pw);
 /* Hot slots taken on node n. */
 unsigned pp__hot_in_use(pp_pool_t *pool, unsigned n);
+/* With no call running: each taken slot of node n has holders[i] == 1 (or
+ * 0 if retired), each free one 0, and none has a demoter registered. */
+bool pp__hot_slots_valid(pp_pool_t *pool, unsigned n, const uint32_t *holders);
 
 /* stats.c */
 unsigned pp__lag_bucket(uint64_t ns);

@@ -274,6 +274,7 @@ int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
 
 struct pp__valid_scan {
     bool ok;
+    uint32_t hot_holders[PP__HOT_SLOTS];     /* HOT entries of the node per slot */
 };
 
 static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
@@ -285,6 +286,8 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     uint64_t ow = pp__atomic_load_acquire(&e->ow);
     bool live = pw & PP__F_LIVE, dead = pw & PP__F_DEAD, queued = pw & PP__F_QUEUED;
     if (pw & PP__F_HOT) {
+        if (pp__hot_index(pw) < PP__HOT_SLOTS)
+            v->hot_holders[pp__hot_index(pw)]++;
         /* HOT: alive, resident, no I/O, a hot slot that is taken. */
         if (!live || dead || queued || !(pw & PP__F_RESIDENT) || (pw & PP__F_BUSY) ||
             (pw & PP__F_WPIN) ||
@@ -298,6 +301,8 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
         v->ok = false;                      /* a free slot has no flags, no pins */
     if (queued && (!dead || pp__pw_pins(pw) != 0))
         v->ok = false;
+    if (live && dead && !queued && pp__pw_pins(pw) == 0 && !(pw & PP__F_BUSY))
+        v->ok = false;                      /* dead and free to go, yet never queued: a leak */
     if ((pw & PP__F_WPIN) && pp__pw_pins(pw) == 0)
         v->ok = false;                      /* WPIN goes with the last pin */
     if (live && pp__word_gen(pw) == pp__word_gen(ow) && dead != (pp__ow_owners(ow) == 0))
@@ -321,8 +326,15 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
 
 bool pp__pool_is_valid(pp_pool_t *pool)
 {
-    struct pp__valid_scan v = {true};
-    for (unsigned n = 0; n < pool->nnodes; n++)
+    struct pp__valid_scan v = {true, {0}};
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        memset(v.hot_holders, 0, sizeof v.hot_holders);
         pp__table_foreach(pool, n, pp__check_entry, &v);
+        /* Each hot slot taken is held by exactly one HOT entry (a retired
+         * slot, whose tags ran out, by none), and no demotion is left
+         * registered in any. */
+        if (!pp__hot_slots_valid(pool, n, v.hot_holders))
+            v.ok = false;
+    }
     return v.ok;
 }

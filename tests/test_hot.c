@@ -491,3 +491,110 @@ Test(hot, contention_promotes, .timeout = 120)
     cr_assert_eq(ct_frees(ct, 0), 1);
     ct_delete(ct);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Promotions and demotions racing each other and the pins                   */
+/* ------------------------------------------------------------------------ */
+
+/* Each pinner runs at least STORM_PAIRS pairs and until the entry has been
+ * promoted STORM_PROMOTIONS times, STORM_MAX_PAIRS pairs at most (a
+ * registered demoter holds promotions back, so the count is not sure to
+ * be reached). */
+enum { STORM_PAIRS = 20000, STORM_PROMOTIONS = 200, STORM_MAX_PAIRS = 2000000,
+       STORM_PINNERS = 3 };
+
+typedef struct storm {
+    pp_pool_t *pool;
+    pp_ref_t ref;
+    _Atomic int pinners_left;
+    _Atomic long pairs;                  /* done by all pinners */
+} storm_t;
+
+/* Pins twice, drops both: every unpin must find its pin, wherever the
+ * entry counts it at that moment. */
+static void *storm_pinner(void *arg)
+{
+    storm_t *s = arg;
+    for (int i = 0; i < STORM_MAX_PAIRS; i++) {
+        if (i >= STORM_PAIRS && i % 1024 == 0 &&
+            STAT_TOTAL(s->pool, hot_promotions) >= STORM_PROMOTIONS)
+            break;
+        void *p = NULL;
+        int rc1 = pp_pin(s->pool, s->ref, 0, &p);
+        int rc2 = pp_pin(s->pool, s->ref, 0, &p);
+        int rc3 = pp_unpin(s->pool, s->ref);
+        int rc4 = pp_unpin(s->pool, s->ref);
+        TCHECK(rc1 == 0 && rc2 == 0 && rc3 == 0 && rc4 == 0,
+               "pair %d: pin %s, pin %s, unpin %s, unpin %s", i, pp_err_name(rc1),
+               pp_err_name(rc2), pp_err_name(rc3), pp_err_name(rc4));
+        if (rc1 != 0 || rc2 != 0 || rc3 != 0 || rc4 != 0)
+            break;
+        atomic_fetch_add_explicit(&s->pairs, 1, memory_order_relaxed);
+    }
+    atomic_fetch_sub(&s->pinners_left, 1);
+    return NULL;
+}
+
+/* Demotes (op 0) or promotes (op 1) the entry until the pinners are done,
+ * as the eviction hand, a write pin and contended pins do. */
+typedef struct storm_mode {
+    storm_t *s;
+    int op;
+} storm_mode_t;
+
+static void *storm_mode(void *arg)
+{
+    storm_mode_t *m = arg;
+    while (atomic_load(&m->s->pinners_left) > 0)
+        (void)hot(m->s->pool, m->s->ref, m->op);
+    return NULL;
+}
+
+/* Every build: a demoter about to install its sum lets others run. */
+static void storm_point(enum pp__test_point where, void *arg, void *ctx)
+{
+    (void)where, (void)arg, (void)ctx;
+    sched_yield();
+}
+
+/* Two demoters and a promoter against three pinners, with a yield before
+ * each demoter's install and, in debug builds, yields in the pin and unpin
+ * paths.  Without the demoters' registration in their slot (hot.c), a
+ * late demoter put its old sum over a new promotion in every one of 10
+ * runs (default build): a PP_ENOTPINNED for a pin that was held, or pins
+ * left that nobody held. */
+Test(hot, promotions_and_demotions_race_the_pins, .timeout = 120)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    if (pp__debug_yield_available())
+        pp__debug_yield_set(PP__YIELD_PIN | PP__YIELD_UNPIN, 3);
+    pp__test_point_hook(storm_point, NULL);
+    ct_t *ct = ct_new(1);
+    storm_t s = {pool, ct_put(pool, ct, 0, 64, 0), STORM_PINNERS, 0};
+    storm_mode_t modes[3] = {{&s, HOT_OFF}, {&s, HOT_OFF}, {&s, HOT_ON}};
+    pthread_t th[STORM_PINNERS + 3];
+    for (int i = 0; i < STORM_PINNERS; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, storm_pinner, &s), 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(pthread_create(&th[STORM_PINNERS + i], NULL, storm_mode, &modes[i]), 0);
+    for (int i = 0; i < STORM_PINNERS + 3; i++)
+        pthread_join(th[i], NULL);
+    pp__debug_yield_set(0, 0);
+    pp__test_point_hook(NULL, NULL);
+    TCHECK_NONE();
+    cr_assert(pp__pool_is_valid(pool));
+    cr_assert_eq(hot(pool, s.ref, HOT_OFF), 0);
+    cr_assert_eq(pins_of(pool, s.ref), 0, "%u pin(s) nobody holds", pins_of(pool, s.ref));
+    pp_stats_t st;
+    test_stats(pool, &st);
+    cr_assert_gt(st.total.hot_promotions, 0, "%" PRIu64 " promotions in %ld pairs",
+                  st.total.hot_promotions, atomic_load(&s.pairs));
+    cr_assert_eq(st.total.hot_promotions, st.total.hot_demotions);
+    cr_assert_eq(st.total.pins, 2u * (uint64_t)atomic_load(&s.pairs));
+    cr_assert_eq(st.total.unpins, 2u * (uint64_t)atomic_load(&s.pairs));
+    assert_rc(pp_release(pool, s.ref), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    test_destroy(pool);
+    ct_delete(ct);
+}

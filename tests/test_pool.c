@@ -1,6 +1,8 @@
 /* test_pool.c -- pool creation, options, memory limit, destroy (src/pool.c). */
 #include "helpers.h"
 
+#include "internal.h" /* pp__pool_is_valid, pp__lookup, the state words */
+
 /* A pool is usable: a put, a pin that sees the data, a release, a drain.
  * The counting types are deleted at the end of the test (after destroy):
  * see drain_happens_after_frees for why not right after the drain. */
@@ -453,5 +455,67 @@ Test(pool, null_pool_is_einval, .timeout = 30)
     test_destroy(pool);
     cr_assert_eq(ct_frees(ct, 0), 1);
     free(buf);
+    ct_delete(ct);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The invariant checker sees the states that must never be                */
+/* ------------------------------------------------------------------------ */
+
+/* A dead entry with no pin and no I/O in flight that is not queued would
+ * never be reclaimed (a leak that drain cannot wait for and destroy would
+ * only find at the end): pp__pool_is_valid says so at once.  The words are
+ * set by hand, then put back, so the entry is reclaimed as usual. */
+Test(pool, checker_finds_a_dead_entry_never_queued, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    cr_assert(pp__pool_is_valid(pool));
+    pp__entry_t *e = pp__lookup(pool, r);
+    cr_assert_not_null(e);
+    uint64_t pw = atomic_load(&e->pw), ow = atomic_load(&e->ow);
+    atomic_store(&e->ow, ow & ~PP__OWNERS_MASK);          /* owners 0 */
+    atomic_store(&e->pw, pw | PP__F_DEAD);                /* dead, not queued */
+    cr_assert_not(pp__pool_is_valid(pool));
+    atomic_store(&e->pw, pw | PP__F_DEAD | 1u);           /* still pinned: legal */
+    cr_assert(pp__pool_is_valid(pool));
+    atomic_store(&e->pw, pw);
+    atomic_store(&e->ow, ow);
+    cr_assert(pp__pool_is_valid(pool));
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* A hot slot taken with no entry in it (a promotion's slot nobody holds)
+ * or a demotion still registered while no call runs: invalid. */
+Test(pool, checker_finds_hot_slots_out_of_step, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    cr_assert_eq(pp__debug_hot(pool, r, 1), 1);
+    cr_assert(pp__pool_is_valid(pool));
+    pp__node_t *node = pool->nodes[pp_ref_node(r)];
+    unsigned i = pp__hot_index(atomic_load(&pp__lookup(pool, r)->pw));
+    uint64_t used = atomic_load(&node->hot_used);
+    unsigned other = (unsigned)__builtin_ctzll(~used);
+    atomic_store(&node->hot_used, used | ((uint64_t)1 << other));
+    cr_assert_not(pp__pool_is_valid(pool));
+    atomic_store(&node->hot_used, used);
+    _Atomic uint32_t *dm = &node->hot[(size_t)i * (pool->hot_shards + 1u)].demoters;
+    atomic_store(dm, 1);
+    cr_assert_not(pp__pool_is_valid(pool));
+    atomic_store(dm, 0);
+    cr_assert(pp__pool_is_valid(pool));
+    cr_assert_eq(pp__debug_hot(pool, r, 0), 0);
+    cr_assert(pp__pool_is_valid(pool));
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
     ct_delete(ct);
 }

@@ -2901,6 +2901,15 @@ int main(int argc, char **argv)
                 failf(m, "entry %" PRIu64 " whose pp_put failed: freed %u times", k, f);
             continue;
         }
+        /* Counted for every entry, failed or not: the checks of these sums
+         * below speak of the free function's own counts only. */
+        reclaimed += rf;
+        if (node < g_nnodes) {
+            sw[node].evict_frees += ef;
+            sw[node].loads += ld;
+        }
+        swtot.evict_frees += ef;
+        swtot.loads += ld;
         int ok = o == 0 && p == 0 && rw == 0;
         if (kind == KIND_FLAT)
             ok = ok && f == 0 && nb == 0 && ld == 0;
@@ -2924,13 +2933,6 @@ int main(int argc, char **argv)
         }
         if (kind == KIND_SWAP && rf == 0)
             died_swapped++;
-        reclaimed += rf;
-        if (node < g_nnodes) {
-            sw[node].evict_frees += ef;
-            sw[node].loads += ld;
-        }
-        swtot.evict_frees += ef;
-        swtot.loads += ld;
     }
     if (bad > 10)
         failf(m, "%" PRIu64 " entries in all failed the end-of-run checks", bad);

@@ -1,63 +1,33 @@
 # cmake/seeded.cmake -- seeded bugs: deliberately broken builds of the
-# library that the reliability suite must catch (issue 4).  Included from
+# library that the reliability suite must catch.  Included from
 # CMakeLists.txt when the tests and the stress programs are built.
 #
-# Each seed is one #if PINPOOL_SEED_BUG_<NAME> in src/ (listed in
-# src/internal.h; each #if says what it breaks and what must catch it).
-# Two ways to use them:
-#
-#  - Configure with -DPINPOOL_SEED_BUG=<name>: the whole library of that
-#    build (shared, static, everything linked to them) has the bug, so any
-#    test or program can be run against it.  Never install such a build.
-#    (Only where this file is included: with the tests and the stress
-#    programs on, as in every preset.)
-#
-#  - The test suite (PINPOOL_SEED_BUG empty) builds, for each seed that
-#    this build's sanitizer setting can catch, a broken copy of the library
-#    (pinpool_seeded_<name>) and a torture linked to it
-#    (torture_seeded_<name>), and registers
-#      seeded.<name>.caught    the torture against the broken library; it
-#                              passes only if the run shows the evidence
-#                              named below (PASS_REGULAR_EXPRESSION);
-#      seeded.<name>.control   the same invocation against the real library,
-#                              which must pass (registered where the normal
-#                              suite, torture.*, does not already run it).
-#    Removing the seed makes the torture pass: that is what the controls
-#    and the torture.* tests show.
+# Each seed is a patch, tests/seeded/<name>.patch, against src/; its header
+# says what it breaks and what must catch it.  The production sources hold
+# no trace of the seeds.  For each seed that this build's sanitizer setting
+# can catch, the build copies src/ into the build tree, applies the patch
+# (cmake/seed_apply.cmake: patch -p1, no fuzz), builds the broken copy of
+# the library (pinpool_seeded_<name>) and a torture linked to it
+# (torture_seeded_<name>), and registers
+#   seeded.<name>.applies   the patch still applies to src/ (if a change of
+#                           src/ breaks it, this fails, and so does the
+#                           build of the seeded copy, naming the patch);
+#   seeded.<name>.caught    the torture against the broken library; it
+#                           passes only if the run shows the evidence named
+#                           below (PASS_REGULAR_EXPRESSION);
+#   seeded.<name>.control   the same invocation against the real library,
+#                           which must pass (registered where the normal
+#                           suite, torture.*, does not already run it).
+# The patches break the code that runs: the pin and unpin fast paths (the
+# torture runs them: no random yields in these runs, which would route
+# pins around the fast path), the eviction hand, the reclaimer.
 #
 # A caught run stops at its first failure (the torture stops its workers
 # at the first failed check; the sanitizers halt on their first report),
 # so even a long invocation ends in about a second.
 
-set(PINPOOL_SEED_BUGS no_grace relaxed_unpin evict_ignores_pin stale_gen no_dirty)
-set(PINPOOL_SEED_BUG "" CACHE STRING
-    "Build the whole library with this seeded bug (tests only, never install): \"\", ${PINPOOL_SEED_BUGS}")
-set_property(CACHE PINPOOL_SEED_BUG PROPERTY STRINGS "" ${PINPOOL_SEED_BUGS})
-if(NOT PINPOOL_SEED_BUG STREQUAL "" AND NOT PINPOOL_SEED_BUG IN_LIST PINPOOL_SEED_BUGS)
-    string(REPLACE ";" ", " _pp_seed_list "${PINPOOL_SEED_BUGS}")
-    message(FATAL_ERROR
-        "PINPOOL_SEED_BUG='${PINPOOL_SEED_BUG}' is not a seeded bug: use one of "
-        "${_pp_seed_list} (or \"\" for the real library)")
-endif()
-
-# PINPOOL_SEED_BUG_<NAME>=1 for seed name.
-function(pinpool_seed_definition name out)
-    string(TOUPPER "${name}" upper)
-    set(${out} "PINPOOL_SEED_BUG_${upper}=1" PARENT_SCOPE)
-endfunction()
-
-if(PINPOOL_SEED_BUG)
-    # The whole build is broken on purpose: its tests are expected to fail,
-    # and the per-seed copies below would only repeat it.
-    pinpool_seed_definition(${PINPOOL_SEED_BUG} _pp_def)
-    # On the interface every translation unit that includes internal.h gets
-    # (the library's objects, the tests, the torture), so all agree.
-    target_compile_definitions(pinpool_internal INTERFACE ${_pp_def})
-    message(WARNING
-        "PINPOOL_SEED_BUG=${PINPOOL_SEED_BUG}: this build's library has a deliberate bug "
-        "(${_pp_def}); its tests are expected to fail.  Never install it.")
-    return()
-endif()
+find_program(PINPOOL_PATCH_EXECUTABLE patch REQUIRED)
+set(PINPOOL_SEED_BUGS no_grace relaxed_pin relaxed_unpin evict_ignores_pin stale_gen no_dirty)
 
 # Which of "default", "address", "thread" this build is, for the table below
 # (undefined alone checks nothing a seed breaks: it counts as default).
@@ -77,22 +47,66 @@ function(pinpool_seeded_library name)
     if(TARGET pinpool_seeded_${name})
         return()
     endif()
-    pinpool_seed_definition(${name} def)
-    add_library(pinpool_seeded_${name} STATIC ${PINPOOL_SOURCES})
+    set(patch ${CMAKE_CURRENT_SOURCE_DIR}/tests/seeded/${name}.patch)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/seeded/${name})
+    set(copies "")
+    foreach(f ${PINPOOL_SOURCES} ${PINPOOL_INTERNAL_HEADERS})
+        list(APPEND copies ${out}/${f})
+    endforeach()
+    set(inputs "")
+    foreach(f ${PINPOOL_SOURCES} ${PINPOOL_INTERNAL_HEADERS})
+        list(APPEND inputs ${CMAKE_CURRENT_SOURCE_DIR}/${f})
+    endforeach()
+    add_custom_command(
+        OUTPUT ${out}/applied.stamp ${copies}
+        COMMAND ${CMAKE_COMMAND} -DSRC_DIR=${CMAKE_CURRENT_SOURCE_DIR} -DPATCH=${patch}
+                -DOUT_DIR=${out} -DPATCH_EXE=${PINPOOL_PATCH_EXECUTABLE}
+                -DSTAMP=${out}/applied.stamp
+                -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/seed_apply.cmake
+        DEPENDS ${patch} ${inputs} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/seed_apply.cmake
+        COMMENT "Seeded bug ${name}: applying tests/seeded/${name}.patch to a copy of src/"
+        VERBATIM)
+    set(sources "")
+    foreach(f ${PINPOOL_SOURCES})
+        list(APPEND sources ${out}/${f})
+    endforeach()
+    add_library(pinpool_seeded_${name} STATIC ${sources})
     pinpool_library_settings(pinpool_seeded_${name})
-    target_compile_definitions(pinpool_seeded_${name} PRIVATE ${def})
+    # The copy's own headers first (a patch may change one).
+    target_include_directories(pinpool_seeded_${name} BEFORE PRIVATE ${out}/src)
     target_include_directories(pinpool_seeded_${name} PUBLIC
         ${CMAKE_CURRENT_SOURCE_DIR}/include)
     target_link_libraries(pinpool_seeded_${name} INTERFACE
         PkgConfig::CK PkgConfig::HWLOC PkgConfig::XXHASH PkgConfig::LZ4 Threads::Threads)
 endfunction()
 
+# Every seed's patch must apply, in every build (whether or not this build
+# can catch the seed).
+foreach(name ${PINPOOL_SEED_BUGS})
+    add_test(NAME seeded.${name}.applies
+        COMMAND ${CMAKE_COMMAND} -DSRC_DIR=${CMAKE_CURRENT_SOURCE_DIR}
+                -DPATCH=${CMAKE_CURRENT_SOURCE_DIR}/tests/seeded/${name}.patch
+                -DOUT_DIR=${CMAKE_CURRENT_BINARY_DIR}/seeded/${name}.check
+                -DPATCH_EXE=${PINPOOL_PATCH_EXECUTABLE}
+                -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/seed_apply.cmake)
+    set_tests_properties(seeded.${name}.applies PROPERTIES
+        TIMEOUT 60
+        LABELS seeded)
+endforeach()
+
+# A program linked to a seeded copy sees that copy's internal headers.
+function(pinpool_seeded_program target source name)
+    pinpool_seeded_library(${name})
+    pinpool_stress_program(${target} ${source} pinpool_seeded_${name})
+    target_include_directories(${target} BEFORE PRIVATE
+        ${CMAKE_CURRENT_BINARY_DIR}/seeded/${name}/src)
+endfunction()
+
 function(pinpool_seeded_torture_target name)
     if(TARGET torture_seeded_${name})
         return()
     endif()
-    pinpool_seeded_library(${name})
-    pinpool_stress_program(torture_seeded_${name} stress/torture.c pinpool_seeded_${name})
+    pinpool_seeded_program(torture_seeded_${name} stress/torture.c ${name})
 endfunction()
 
 # pinpool_seeded_torture(NAME <seed> [TEST <suffix>] [SWAP] [CONTROL]
@@ -192,6 +206,14 @@ pinpool_seeded_torture(NAME no_grace TEST torture CONTROL
     ARGS --threads 4 --ops 20000 --seed 1 --qsbr
     EXPECT "torture: FAIL: .*freed while [0-9]+ QSBR thread|AddressSanitizer: heap-use-after-free|ThreadSanitizer: (data race|heap-use-after-free)")
 
+# relaxed_pin: only TSan can see a missing acquire (x86 orders a CAS
+# anyway): a pinner reads bytes a writer rewrote, or that the putter or a
+# load filled, with no happens-before from their release.
+pinpool_seeded_torture(NAME relaxed_pin SWAP
+    KINDS thread
+    ARGS ${_pp_seed_swap_args}
+    EXPECT "ThreadSanitizer: data race")
+
 # relaxed_unpin: only TSan can see a missing release (x86 orders the stores
 # anyway).  Caught in swap mode: the swap thread saves a block a writer
 # just rewrote, or frees a flat block a pinner just read, with no
@@ -230,9 +252,7 @@ pinpool_seeded_torture(NAME no_dirty SWAP
 # during an open lag, a QSBR holder still using the block, poison read by a
 # reader) or by the sanitizers.  epoch_torture.real is the control.
 if(TARGET epoch_torture AND _pp_seed_kind MATCHES "^(default|address|thread)$")
-    pinpool_seeded_library(no_grace)
-    pinpool_stress_program(epoch_torture_seeded_no_grace stress/epoch_torture.c
-        pinpool_seeded_no_grace)
+    pinpool_seeded_program(epoch_torture_seeded_no_grace stress/epoch_torture.c no_grace)
     add_test(NAME seeded.no_grace.epoch_torture.caught
         COMMAND epoch_torture_seeded_no_grace --threads 4 --duration 3 --seed 1)
     set_tests_properties(seeded.no_grace.epoch_torture.caught PROPERTIES

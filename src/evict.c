@@ -298,19 +298,8 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     for (;;) {
         if (pw & PP__F_HOT)
             return 0;                    /* promoted again meanwhile */
-#if PINPOOL_SEED_BUG_EVICT_IGNORES_PIN
-        /* SEEDED BUG evict_ignores_pin (test builds only): a pinned entry
-         * is claimed too, and the commit (which only asks for the claimed
-         * word, unchanged) then frees the data under the pinner.  Caught
-         * by torture --swap in every build: its free function finds the
-         * program's pins on the freed block, its pin checks find freed
-         * bytes (ASan: heap-use-after-free; TSan: a race with the free). */
-        if ((pw & (want | bad)) != want)
-            return 0;
-#else
         if ((pw & (want | bad)) != want || pp__pw_pins(pw) != 0)
             return 0;
-#endif
 
         if (!(pw & PP__F_REF) || ignore_ref)
             break;

@@ -43,41 +43,6 @@
 #define PINPOOL_DEBUG 0
 #endif
 
-/*
- * Seeded bugs: deliberately broken builds that the reliability suite must
- * catch (cmake/seeded.cmake, tests/seeded/).  A build configured with
- * -DPINPOOL_SEED_BUG=<name> compiles its whole library with
- * PINPOOL_SEED_BUG_<NAME>=1; the test suite also builds one broken copy of
- * the library per seed.  Without a seed every macro below is 0 and the
- * code is exactly the real code.  Never set in a build that ships.  Each
- * seed's #if says what it breaks and what must catch it:
- *
- *   no_grace           reclaim.c pp__reclaimer_main: frees without waiting
- *                      for a grace period
- *   relaxed_unpin      pin.c pp__unpin_entry: the unpin CAS is relaxed, not
- *                      acq_rel
- *   evict_ignores_pin  evict.c pp__evict_one: the claim ignores the pin
- *                      count
- *   stale_gen          pin.c pp__pin_entry: the pin does not check the
- *                      ref's generation
- *   no_dirty           pin.c pp__pin_entry: a write pin does not set DIRTY
- */
-#ifndef PINPOOL_SEED_BUG_NO_GRACE
-#define PINPOOL_SEED_BUG_NO_GRACE 0
-#endif
-#ifndef PINPOOL_SEED_BUG_RELAXED_UNPIN
-#define PINPOOL_SEED_BUG_RELAXED_UNPIN 0
-#endif
-#ifndef PINPOOL_SEED_BUG_EVICT_IGNORES_PIN
-#define PINPOOL_SEED_BUG_EVICT_IGNORES_PIN 0
-#endif
-#ifndef PINPOOL_SEED_BUG_STALE_GEN
-#define PINPOOL_SEED_BUG_STALE_GEN 0
-#endif
-#ifndef PINPOOL_SEED_BUG_NO_DIRTY
-#define PINPOOL_SEED_BUG_NO_DIRTY 0
-#endif
-
 /* Debug checks are compiled in every build and removed as dead code when
  * off (jemalloc's config_debug).  Tiers: PP__CHECK is always on (cheap,
  * guards internal invariants whose violation would corrupt memory);

@@ -29,39 +29,18 @@ static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                 unsigned flags, void **data, unsigned fails)
 {
     uint32_t gen = pp_ref_gen(ref);
-#if PINPOOL_SEED_BUG_NO_DIRTY
-    /* SEEDED BUG no_dirty (test builds only): a write pin (fast path) does
-     * not mark the entry DIRTY, so a rewrite of an entry that still has a
-     * valid swap copy is dropped by a clean eviction and the next load
-     * brings back the old bytes.  Caught by torture in every build: its
-     * rewrite checks pp_stat shows DIRTY under the write pin, and with
-     * --swap its load and pin content checks find the lost version. */
-    uint64_t dirty = (flags & (PP_PIN_WRITE | PP__PIN_WPIN)) ? PP__F_WPIN : 0;
-    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
-#else
     uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN :
                      (flags & PP__PIN_WPIN) ? PP__F_WPIN : 0;
     /* A write pin must not write while the swap thread reads the bytes. */
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
-#endif
     /* The fast path's failed CAS counts (pp_pin_loc). */
     if (PP__UNLIKELY(fails != 0 && fails >= pool->hot_after && pool->hot_after != 0))
         pp__pin_contended(pool, e, ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
-#if PINPOOL_SEED_BUG_STALE_GEN
-        /* SEEDED BUG stale_gen (test builds only): the pin does not check
-         * the ref's generation, so a stale ref whose slot was recycled pins
-         * the slot's new entry.  Caught by torture in every build: its
-         * calls with the refs of reclaimed entries expect PP_ESTALE. */
-        (void)gen;
-        if (PP__UNLIKELY((pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
-            return PP_ESTALE;
-#else
         if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
                          (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
             return PP_ESTALE;
-#endif
         if (PP__UNLIKELY(pw & PP__F_HOT))
             return PP__HOT;
         if (PP__UNLIKELY(!(pw & PP__F_RESIDENT) || (pw & slow)))
@@ -206,8 +185,7 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
                      (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
                          (PP__F_LIVE | PP__F_RESIDENT) ||
-                     pp__pw_pins(pw) == PP_MAX_PINS || PINPOOL_SEED_BUG_NO_DIRTY ||
-                     PINPOOL_SEED_BUG_STALE_GEN || PP__YIELD_ON(PIN)))
+                     pp__pw_pins(pw) == PP_MAX_PINS || PP__YIELD_ON(PIN)))
         goto full;
     uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0;
     /* acquire: as in pp__pin_entry.  One try: a failed CAS (contention)
@@ -301,23 +279,12 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pw & PP__F_DEAD))
             return pp__unpin_dead(pool, e, ref, t, count);
         PP__YIELD(UNPIN);
-#if PINPOOL_SEED_BUG_RELAXED_UNPIN
-        /* SEEDED BUG relaxed_unpin (test builds only): relaxed instead of
-         * acq_rel, so the caller's reads and writes of the data under its
-         * pin are not ordered before the eviction's save and free, or the
-         * free after a later release by another thread.  Caught by TSan
-         * (data race with the swap thread or the reclaimer) in torture
-         * --swap runs. */
-        if (pp__atomic_cas_weak_relaxed(&e->pw, &pw, pp__unpin_word(pw)))
-            break;
-#else
         /* acq_rel: release publishes the caller's writes to the data to the
          * next pinner, to the eviction's claim and to the last owner's
          * kill (which pushes the entry to its reclaimer); acquire, as
          * before, takes the earlier unpinners' writes along. */
         if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw)))
             break;
-#endif
     }
     if (count)
         pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
@@ -369,8 +336,7 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
     if (PP__UNLIKELY(pw & PP__F_HOT))
         return pp__unpin_hot_fast(pool, e, t, ref, pw);
     if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) ||
-                     pp__pw_pins(pw) == 0 || PINPOOL_SEED_BUG_RELAXED_UNPIN ||
-                     PP__YIELD_ON(UNPIN)))
+                     pp__pw_pins(pw) == 0 || PP__YIELD_ON(UNPIN)))
         goto full;
     if (PP__UNLIKELY(pw & PP__F_DEAD))
         return pp__unpin_dead(pool, e, ref, t, true);

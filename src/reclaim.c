@@ -349,18 +349,8 @@ static void *pp__reclaimer_main(void *arg)
         for (ck_stack_entry_t *s = batch; s != NULL;) {
             ck_stack_entry_t *next = s->next;
             pp__entry_t *e = pp__entry_of_link(s);
-#if PINPOOL_SEED_BUG_NO_GRACE
-            /* SEEDED BUG no_grace (test builds only): frees without waiting
-             * for a grace period, so a QSBR reader's pp_get pointer (or any
-             * epoch-protected read) is used after the free.  Caught by
-             * tests/seeded/no_grace.c under ASan (heap-use-after-free) and
-             * TSan, and by torture --qsbr in every build (its free function
-             * finds a QSBR thread still using the pointer). */
-            pp__reclaim_entry(pool, node, e);
-#else
             ck_epoch_call(rec, &e->q.epoch, pp__epoch_cb);
             pending++;
-#endif
             s = next;
         }
         if (pending > 0) {

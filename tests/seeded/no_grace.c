@@ -9,7 +9,7 @@
  *  - Correct library: the free waits for the reader's quiescent point, so
  *    the read is valid and the program exits 0 (also checked: the free
  *    happened afterwards, exactly once).
- *  - Library built with PINPOOL_SEED_BUG=no_grace: the reclaimer frees at
+ *  - Linked to the no_grace copy (tests/seeded/no_grace.patch): the reclaimer frees at
  *    once, the reader reads freed memory, and ASan (heap-use-after-free) or
  *    TSan (race with free) must report it.  The test suite runs this
  *    program against that build and expects the report.

@@ -1,5 +1,5 @@
 # tests/fuzz/run_fuzz.cmake -- runs tests/fuzz/fuzz_api for ctest
-# (cmake/fuzz.cmake).  cmake -P with:
+# (tests/fuzz/CMakeLists.txt).  cmake -P with:
 #   FUZZER  the fuzz_api binary
 #   CORPUS  the repository's seed corpus (read only: never written)
 #   WORK    a directory of the build tree, emptied first

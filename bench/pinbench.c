@@ -1,6 +1,6 @@
 /*
  * pinbench -- the cost of pinning data with pinpool, against five baselines,
- * over scenarios x implementations x thread counts (../shared/BENCH.md).
+ * over scenarios x implementations x thread counts (docs/performance.md).
  *
  * Machines here are shared and noisy, so an absolute time means little and
  * a ratio between two things measured in the same run, interleaved, means a

@@ -1,5 +1,5 @@
 /*
- * pinbench_reclaim.c -- the reclaim figures (../shared/BENCH.md), each from
+ * pinbench_reclaim.c -- the reclaim figures (docs/performance.md), each from
  * a fresh pool with default options:
  *
  * (a) Reclaim lag: the time from the final pp_unpin of an entry to the call

@@ -63,7 +63,7 @@ typedef struct pb_ratio {
     double target;
 } pb_ratio_t;
 
-/* The project's targets (../shared/BENCH.md and the pinbench brief). */
+/* The project's targets (docs/performance.md). */
 static const pb_ratio_t ratios[] = {
     { "hot",         "pinpool",      1, "atomic-limit", 1, NS,   AT_MOST,  1.5 },
     { "hot",         "pinpool",      2, "naive-array",  2, MOPS, AT_LEAST, 3.0 },

@@ -4,7 +4,7 @@
  * against the floor of any validated pin (a generation-checked CAS each
  * way through a call, below), measured in the same process, interleaved
  * round by round (A B C A B C ...), medians reported (see
- * ../shared/BENCH.md: ratios, never a lone absolute time).  The full
+ * docs/performance.md: ratios, never a lone absolute time).  The full
  * benchmark against other structures is pinbench.
  *
  * The cost of a pin depends measurably on where the entry sits (its slot's

@@ -3,7 +3,7 @@
  * 1 MiB entries, against plain pwrite/pread of the same bytes to a file in
  * the same directory: same process, same run, interleaved round by round
  * (the order alternates; an unrecorded warm-up round first), medians and
- * their ratio reported (../shared/BENCH.md).  MB is 10^6 bytes.
+ * their ratio reported (docs/performance.md).  MB is 10^6 bytes.
  *
  * swap-out, pinpool: a fresh pool (mem_limit --limit, swap_dir --dir) gets
  *   N filled buffers by pp_put.  Past the limit a put waits for the swap
@@ -41,7 +41,7 @@
  * swap tier is used.  With a limit that fits in the last-level cache
  * (--limit 8388608 here, where L3 is 32 MiB), the baseline's reads land in
  * cache-hot buffers and the checksum the pool computes on every load
- * weighs more: that case is reported too (README, Figures).
+ * weighs more: that case is reported too (docs/performance.md, swapbench).
  *
  *   swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]
  *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE] [--quick]

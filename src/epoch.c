@@ -26,7 +26,7 @@
  * not see, so TSan cannot know that a free happens after every section that
  * could have seen the entry.  Leaving a section releases the pool's token
  * (__tsan_release) and every free acquires it first (__tsan_acquire), as
- * liburcu's annotate.h does; ../shared/TSAN.md records why this is sound: a
+ * liburcu's annotate.h does; docs/design.md says why this is sound: a
  * reader still inside its section when a free runs has not released since
  * its accesses, so a grace period that is too short is still reported.
  */

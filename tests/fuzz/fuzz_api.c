@@ -1,5 +1,5 @@
 /*
- * fuzz_api.c -- libFuzzer target of pinpool's public API (issue 4).
+ * fuzz_api.c -- libFuzzer target of pinpool's public API.
  *
  * Each input is a small program: a configuration, then up to MAX_OPS op
  * records, run against a fresh pool.  The target keeps a model of every

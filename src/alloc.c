@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "testhooks.h"   /* the allocation hooks, defined here */
 
 static _Atomic uint64_t pp__allocs;
 static _Atomic int64_t pp__fail_countdown = -1;   /* < 0: never fail */

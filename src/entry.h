@@ -1,13 +1,17 @@
 /*
- * entry.h -- one entry of the pool, its two state words, and their legal
- * transitions.  Everything that changes an entry's state goes through the
- * transitions drawn here (owner.c, pin.c, reclaim.c).
+ * entry.h -- one entry of the pool, its two state words, their legal
+ * transitions and the word-level helpers every part uses for them.  The
+ * files that change an entry's state: owner.c (put, last release), pin.c
+ * (pins, unpins, escape), load.c (load claim and commit), evict.c (claim,
+ * second chance, commit, abandon), hot.c (promote, demote) and reclaim.c
+ * (reclaim, slot recycling).
  */
 #ifndef PP_ENTRY_H
 #define PP_ENTRY_H
 
 #include <ck_epoch.h>
 #include <ck_stack.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -105,9 +109,35 @@
 #define PP__GEN_SHIFT   32
 #define PP__OWNERS_MASK ((uint64_t)0xFFFFFFFFu)
 
+#define PP__PIN_WPIN 0x100u  /* pin flag (internal): set WPIN, not DIRTY (pp_pin_many) */
+
 static inline uint32_t pp__word_gen(uint64_t w) { return (uint32_t)(w >> PP__GEN_SHIFT); }
 static inline uint32_t pp__pw_pins(uint64_t pw) { return (uint32_t)(pw & PP__PINS_MASK); }
 static inline uint32_t pp__ow_owners(uint64_t ow) { return (uint32_t)(ow & PP__OWNERS_MASK); }
+
+/* The word names the entry of generation gen, alive and not dead: what a
+ * pin, a get, a prefetch or a load claim needs first. */
+static inline bool pp__pw_alive(uint64_t pw, uint32_t gen)
+{
+    return pp__word_gen(pw) == gen && (pw & (PP__F_LIVE | PP__F_DEAD)) == PP__F_LIVE;
+}
+
+/* The flags a pin with these pin flags sets besides REF: DIRTY and WPIN
+ * for PP_PIN_WRITE, WPIN alone for PP__PIN_WPIN. */
+static inline uint64_t pp__pin_bits(unsigned flags)
+{
+    return (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN :
+           (flags & PP__PIN_WPIN) ? PP__F_WPIN : 0;
+}
+
+/* The word after one pin (the pin transition, every pin path's): the count
+ * up by one, REF (the recency bit) and bits (pp__pin_bits) set.  The caller
+ * has checked the word (alive, resident, count below PP_MAX_PINS, not HOT). */
+static inline uint64_t pp__pin_word(uint64_t pw, uint64_t bits)
+{
+    return (pw + 1u) | bits | PP__F_REF;
+}
+
 /* The word after one unpin: WPIN goes with the last pin. */
 static inline uint64_t pp__unpin_word(uint64_t pw)
 {

@@ -231,7 +231,7 @@ int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
     /* acquire: pairs with the promotion's release. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     for (;;) {
-        if (pp__word_gen(pw) != gen || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
+        if (!pp__pw_alive(pw, gen))
             return PP_ESTALE;
         if (!(pw & PP__F_HOT))
             return PP__RETRY;
@@ -245,7 +245,7 @@ int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         pp__hot_line_t *mine = &lines[1 + (t->shard & (pool->hot_shards - 1u))];
-        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_fast */
+        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_cached */
         t->hc.pw = pw;
         t->hc.line = mine;
         t->hc.tag = tag;
@@ -308,7 +308,7 @@ int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         unsigned own = t->shard & (S - 1u);
-        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_fast */
+        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_cached */
         t->hc.pw = pw;
         t->hc.line = &lines[1 + own];
         t->hc.tag = tag;
@@ -435,22 +435,3 @@ bool pp__hot_slots_valid(pp_pool_t *pool, unsigned n, const uint32_t *holders)
     return true;
 }
 
-int pp__debug_hot(pp_pool_t *pool, pp_ref_t ref, int op)
-{
-    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
-    if (e == NULL)
-        return PP_ESTALE;
-    if (op > 0)
-        pp__hot_promote(pool, pp_ref_node(ref), e, pp_ref_gen(ref));
-    else if (op == 0)
-        pp__hot_demote(pool, pp_ref_node(ref), e);
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE))
-        return PP_ESTALE;
-    return (pw & PP__F_HOT) ? 1 : 0;
-}
-
-void pp__debug_hot_after(pp_pool_t *pool, unsigned fails)
-{
-    pool->hot_after = fails;
-}

@@ -7,17 +7,27 @@
  *   topology.c  hwloc: node domains, CPU->node map, binding, node memory
  *   table.c     segmented slot tables, refs, lookup, slot allocation
  *   owner.c     put, retain, release
- *   pin.c       pin, unpin, pin_many, unpin_many, get, prefetch
- *   epoch.c     thread registry, ck_epoch records, sections, QSBR, TLS
+ *   pin.c       every pin path, unpin, pin_many, unpin_many, get, prefetch
+ *   hot.c       sharded pin counts for contended entries (HOT)
+ *   thread.c    thread records, their thread-local cache, the pool registry
+ *   epoch.c     ck_epoch sections and QSBR
  *   reclaim.c   reclaim queues, reclaimer threads, grace periods, free
+ *   mem.c       memory reservations against mem_limit, room for puts, loads
+ *   load.c      loads from swap, committed with a pin or without
+ *   evict.c     swap threads: CLOCK eviction, queued loads, ends of I/O
+ *   swap.c      swap store: records, space, checksums, compression, streams
+ *   swapdev.c   the default swap device (files in a private directory)
  *   stats.c     pp_stat, pp_pool_stats, lag histograms
  *   track.c     pin-leak tracking and reports
  *   pool.c      create, destroy, drain, validation
- *   evict.c     swap threads: CLOCK eviction, loads, room for puts and loads
- *   swap.c      swap store: records, space, checksums, compression, streams
- *   swapdev.c   the default swap device (files in a private directory)
- *   debug.c     random yields in debug builds (PP__YIELD)
- *   hot.c       sharded pin counts for contended entries (HOT)
+ *   yield.c     random yields in debug builds (PP__YIELD)
+ *   testhooks.c hooks for the tests (testhooks.h), test points
+ *
+ * The headers: atomics.h (every shared word's access, with its order in
+ * the name), checks.h (assertions, hints, yields, test points), entry.h
+ * (an entry, its state words and their transitions), types.h (every other
+ * structure), swapdev.h (the swap device), and testhooks.h, which only the
+ * tests and the files that define a hook include.
  *
  * Nothing here is exported (the library is built with hidden visibility);
  * tests link the static library and may call pp__* functions.
@@ -25,373 +35,15 @@
 #ifndef PP_INTERNAL_H
 #define PP_INTERNAL_H
 
-#include <ck_ec.h>
-#include <ck_epoch.h>
-#include <ck_stack.h>
-#include <hwloc.h>
-#include <pthread.h>
-#include <semaphore.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "atomics.h"
+#include "checks.h"
 #include "entry.h"
 #include "pinpool.h"
-
-#ifndef PINPOOL_DEBUG
-#define PINPOOL_DEBUG 0
-#endif
-
-/* Debug checks are compiled in every build and removed as dead code when
- * off (jemalloc's config_debug).  Tiers: PP__CHECK is always on (cheap,
- * guards internal invariants whose violation would corrupt memory);
- * PP__ASSERT only in debug builds; pp__pool_is_valid() walks everything. */
-static const bool pp__config_debug = PINPOOL_DEBUG != 0;
-
-_Noreturn void pp__die(const char *file, int line, const char *what);
-#define PP__CHECK(cond)                                                        \
-    do { if (__builtin_expect(!(cond), 0)) pp__die(__FILE__, __LINE__, #cond); } while (0)
-#define PP__ASSERT(cond)                                                       \
-    do { if (pp__config_debug && !(cond)) pp__die(__FILE__, __LINE__, #cond); } while (0)
-
-#define PP__LIKELY(x)   __builtin_expect(!!(x), 1)
-#define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define PP__NOINLINE __attribute__((noinline, cold))
-#define PP__NOINLINE_HOT __attribute__((noinline))   /* out of line, not cold */
-#define PP__CACHELINE   64
-/* Data written by one thread and never by another is kept PP__PAD bytes
- * apart: CPUs prefetch cache lines in adjacent pairs, so two threads
- * writing neighbouring lines still contend. */
-#define PP__PAD         128
-static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP__PAD - 1); }
-
-/*
- * Random yields (liburcu's DEBUG_YIELD), debug builds only.  PP__YIELD(X)
- * marks a point of class PP__YIELD_X where a race window is worth
- * widening; when that class is enabled the calling thread calls
- * sched_yield() there with probability 1/one_in (a thread-local PRNG).
- * Off until enabled by pp__debug_yield_set() or by the environment:
- *
- *   PINPOOL_YIELD=CLASSES[:ONE_IN]   read at the first pp_pool_create of
- *                                    the process, unless
- *                                    pp__debug_yield_set was called first
- *
- * CLASSES is "all", a list of class names separated by ',' or '+' (pin,
- * unpin, owner, reclaim, evict, load) or a mask (0x3f); ONE_IN defaults to
- * 8 (1: yield every time).  E.g. PINPOOL_YIELD=all:4,
- * PINPOOL_YIELD=evict,load:2.  In other builds PP__YIELD compiles to
- * nothing (the hot paths stay free of calls), pp__debug_yield_set does
- * nothing and pp__debug_yield_available() is false.  debug.c.
- */
-#define PP__YIELD_PIN     (1u << 0)  /* pin, get, pin_many: before the pin's CAS */
-#define PP__YIELD_UNPIN   (1u << 1)  /* unpin: before its CAS; a final unpin before its push */
-#define PP__YIELD_OWNER   (1u << 2)  /* release and the transition to DEAD, before the push */
-#define PP__YIELD_RECLAIM (1u << 3)  /* reclaimer: after the pop, after a grace period,
-                                        before the free, before the slot's recycling */
-#define PP__YIELD_EVICT   (1u << 4)  /* eviction: before and after the claim, between
-                                        chunks of the write, before and after the commit */
-#define PP__YIELD_LOAD    (1u << 5)  /* load: after the claim, before the commit */
-#define PP__YIELD_ALL     0x3fu
-
-/* mask: classes to enable (0: none); one_in: yield with probability
- * 1/one_in (0 is taken as 1). */
-void pp__debug_yield_set(unsigned mask, unsigned one_in);
-bool pp__debug_yield_available(void);
-/* pp_pool_create: applies PINPOOL_YIELD (first call of the process only). */
-void pp__debug_yield_env(void);
-
-#if PINPOOL_DEBUG
-extern _Atomic unsigned pp__yield_mask;
-void pp__yield_maybe(void);
-/* relaxed: an on/off switch; no data is published through it. */
-#define PP__YIELD(cls)                                                         \
-    do {                                                                       \
-        if (PP__UNLIKELY(pp__atomic_load_relaxed(&pp__yield_mask) & PP__YIELD_##cls)) \
-            pp__yield_maybe();                                                 \
-    } while (0)
-/* Whether class cls yields: the fast paths, which have no yield points,
- * step aside for the paths that do. */
-#define PP__YIELD_ON(cls) ((pp__atomic_load_relaxed(&pp__yield_mask) & PP__YIELD_##cls) != 0)
-#else
-#define PP__YIELD(cls) do { } while (0)
-#define PP__YIELD_ON(cls) 0
-#endif
-
-/*
- * Test points (every build): named places on cold paths where a test can
- * run code of its own on the thread that reaches them -- to stop that
- * thread there and drive an interleaving deterministically, which random
- * yields only make likely.  pp__test_point_hook(fn, ctx) installs fn (NULL
- * removes it); PP__TEST_POINT(X, arg) calls fn(PP__TP_X, arg, ctx) when one
- * is installed.  Off, a point costs one relaxed load and a branch, and
- * none sits on a hot path (pin, unpin, lookup).  debug.c.
- */
-enum pp__test_point {
-    PP__TP_HOT_INSTALL,   /* hot.c, demote: the counters are closed and summed,
-                             just before the CAS that installs the sum (arg: entry) */
-};
-typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
-void pp__test_point_hook(pp__test_point_fn fn, void *ctx);
-void pp__test_point_run(enum pp__test_point where, void *arg);
-extern _Atomic(pp__test_point_fn) pp__test_point_fn_;
-/* relaxed: a switch; pp__test_point_run acquires the hook and its context. */
-#define PP__TEST_POINT(where, arg)                                             \
-    do {                                                                       \
-        if (PP__UNLIKELY(pp__atomic_load_relaxed(&pp__test_point_fn_) != NULL)) \
-            pp__test_point_run(PP__TP_##where, (arg));                         \
-    } while (0)
-
-/* ------------------------------------------------------------------------ */
-/* Refs and tables                                                           */
-/* ------------------------------------------------------------------------ */
-
-/* ref = node:6 | slot:26 | gen:32 (see pp_ref_node/slot/gen in pinpool.h) */
-#define PP__SLOT_BITS   26u
-#define PP__MAX_SLOTS   ((uint32_t)1 << PP__SLOT_BITS)
-#define PP__SEG_SHIFT   13u                               /* 8192 entries, 512 KiB */
-#define PP__SEG_SLOTS   ((uint32_t)1 << PP__SEG_SHIFT)
-#define PP__SEG_MAX     (PP__MAX_SLOTS >> PP__SEG_SHIFT)  /* 8192 segments */
-#define PP__SEG_BYTES   ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
-#define PP__SLOT_CHUNK  64u                               /* slots taken at once from the bump index */
-
-static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)
-{
-    return ((pp_ref_t)node << 58) | ((pp_ref_t)slot << 32) | gen;
-}
-
-/* One counter of a hot slot, alone on a pair of cache lines (hot.c).
- * demoters is used in a slot's line 0 only: the demotions of the slot's
- * promotion in flight; no promotion of the slot completes while any is. */
-typedef struct pp__hot_line {
-    _Atomic uint64_t w;
-    _Atomic uint32_t demoters;
-} __attribute__((aligned(PP__PAD))) pp__hot_line_t;
-
-#define PP__HOT_CLOSED   ((uint64_t)1 << 31)
-#define PP__HOT_COUNT    ((uint64_t)PP__HOT_CLOSED - 1)
-
-/* Per thread and node counters.  Single writer (the thread), read by stats. */
-typedef struct pp__tcount {
-    _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
-} pp__tcount_t;
-
-/* A thread's reclaim queue for one node: pushed by the thread only (its
- * final unpins and releases), batch-popped by the node's reclaimer; one per
- * PP__PAD bytes, so a push is a CAS on a line of the thread's own.  (A
- * ck_ring here, two plain stores a push, cost more: the reclaimer's takes
- * wrote the line a push reads, once per entry; a final unpin took 18-24 ns
- * against 9.5-10.7.) */
-typedef struct pp__rq {
-    ck_stack_t s;
-} __attribute__((aligned(PP__PAD))) pp__rq_t;
-
-/* A thread's private cache of free slots of one node. */
-typedef struct pp__magazine {
-    ck_stack_entry_t *head;
-} pp__magazine_t;
-
-/*
- * A thread's registration with one pool.  The ck_epoch record comes first
- * so the record ck_epoch_recycle() hands back converts to its thread.
- * Records are never freed before the pool: a thread that exits leaves its
- * record (and its counters) for the next thread to recycle.
- */
-typedef struct pp__thread {
-    ck_epoch_record_t rec;               /* cache-line aligned by ck */
-    pp_pool_t *pool;
-    struct pp__thread *next;             /* pool's list, under reg_lock */
-    pp__tcount_t *count;                 /* [nnodes] */
-    struct pp__rq *rq;                   /* [nnodes]: entries this thread queued
-                                            for node n's reclaimer (reclaim.c) */
-    pp__magazine_t *mag;                 /* [nnodes] */
-    unsigned node;                       /* home node for synthetic topologies */
-    unsigned shard;                      /* its counter in hot slots (hot.c) */
-    /* Owner-thread only: the last HOT entry it pinned or unpinned, its
-     * word then, its shard's line and the promotion's tag (hot.c). */
-    struct {
-        pp__entry_t *e;
-        uint64_t pw;
-        struct pp__hot_line *line;
-        uint32_t tag;
-    } hc;
-    _Atomic int tid;                     /* OS thread id of the current user */
-    bool in_use;                         /* under reg_lock */
-    bool is_reclaimer;
-    /* Owner-thread only: */
-    bool qsbr;                           /* pp_quiescent was called */
-    bool in_section;                     /* inside a ck_epoch section */
-} pp__thread_t;
-
-/* ------------------------------------------------------------------------ */
-/* Swap records and space                                                    */
-/* ------------------------------------------------------------------------ */
-
-/* Where an entry's swap copy is, by slot, beside the table (the entry's own
- * cache line has no room).  Written by the node's swap thread while it has
- * the entry claimed (EVICTING) and published by the release that sets
- * SWAPPED; read by loaders after the acquire that claims LOADING; freed by
- * the reclaimer of a queued entry or by the swap thread before a rewrite. */
-typedef struct pp__swaprec {
-    uint64_t off;                        /* extent in the node's stream */
-    uint64_t cap;                        /* extent length (whole pages) */
-    uint64_t len;                        /* bytes stored */
-    uint64_t raw;                        /* bytes before compression (> len: LZ4) */
-    uint64_t sum;                        /* XXH3-64 of the stored bytes */
-} pp__swaprec_t;
-
-typedef struct pp__extent {
-    uint64_t off, len;
-} pp__extent_t;
-
-/* ------------------------------------------------------------------------ */
-/* Node domains                                                              */
-/* ------------------------------------------------------------------------ */
-
-#define PP__LAG_BUCKETS 128
-#define PP__LAG_SAMPLE  64           /* one queued entry in 64 carries its time */
-#define PP__LAG_NONE    UINT32_MAX   /* queued_us of an entry not sampled */
-
-#define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */
-#define PP__HOT_MAX_SHARDS 256u
-
-typedef struct pp__node {
-    /* Read-mostly. */
-    pp_pool_t *pool;
-    unsigned index;
-    hwloc_cpuset_t cpuset;               /* the node's CPUs */
-    hwloc_nodeset_t nodeset;             /* the node itself */
-    pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
-    _Atomic int mem_bound;               /* dir, node and segments bound to the node */
-
-    /* Producers (final unpins and releases, any thread); their queues are
-     * their threads' own (pp__thread_t.rq). */
-    _Atomic int sleeping __attribute__((aligned(PP__CACHELINE)));
-                                         /* the reclaimer is about to wait or
-                                            waits: a push must bump `wake` */
-    _Atomic uint64_t dying_bytes;        /* swap: resident bytes queued, not yet freed */
-    _Atomic int64_t dead_in_io;          /* dead, unpinned, queued when their I/O ends
-                                            (pp__dead_in_io_note, pp__io_end) */
-    _Atomic uint32_t evict_tail;         /* evictions between their commit and the
-                                            end of their free and accounting */
-    struct ck_ec32 wake __attribute__((aligned(PP__CACHELINE)));
-
-    /* Putters. */
-    _Atomic uint32_t next_slot __attribute__((aligned(PP__CACHELINE)));
-    _Atomic uint64_t resident_bytes;     /* put minus freed */
-
-    /* Reclaimer -> putters. */
-    ck_stack_t free_slots __attribute__((aligned(PP__CACHELINE)));
-
-    /* Reclaimer only writes these (stats read them). */
-    _Atomic uint64_t frees __attribute__((aligned(PP__CACHELINE)));
-    _Atomic uint64_t grace_polls;
-    _Atomic uint64_t retired_slots;
-    _Atomic uint64_t lag_count, lag_total_ns, lag_max_ns;
-    _Atomic uint64_t lag_hist[PP__LAG_BUCKETS];
-    _Atomic uint64_t leaked_owned;       /* entries freed by destroy's sweep */
-    pp_ref_t leaked_first[4];            /* a few of them, for the report */
-    _Atomic int tid;
-    _Atomic int cpu_bound;
-    _Atomic int stop;
-    pp__thread_t *rt;                    /* the reclaimer's epoch record */
-    pthread_t thread;
-    bool started;
-
-    /* Hot slots (hot.c): PP__HOT_SLOTS x (1 + pool->hot_shards) lines. */
-    pp__hot_line_t *hot;
-    size_t hot_bytes;
-    _Atomic uint64_t hot_used __attribute__((aligned(PP__CACHELINE)));
-                                         /* bit i: slot i taken (or retired) */
-    _Atomic uint64_t hot_promotions, hot_demotions, hot_full;
-
-    /* Swap (evict.c, swap.c); untouched without swap. */
-    ck_stack_t load_q __attribute__((aligned(PP__CACHELINE)));  /* async loads */
-    struct ck_ec32 io_wake;              /* wakes the swap thread */
-    struct ck_ec32 io_done __attribute__((aligned(PP__CACHELINE)));
-                                         /* bumped when an entry's I/O ends */
-    pp__swaprec_t *_Atomic *sdir;        /* [PP__SEG_MAX] records, by slot */
-    pthread_mutex_t space_lock;          /* the stream's free extents */
-    pp__extent_t *ext;                   /* free extents, unordered */
-    size_t next, ncap;
-    uint64_t end;                        /* first byte never handed out */
-    _Atomic uint64_t swapped_bytes;      /* entry bytes only on disk */
-    _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
-    _Atomic uint64_t loads, load_waits, sw_written, sw_raw, sw_read, sw_used;
-    _Atomic uint64_t csum_fail, io_errors;
-    _Atomic uint64_t pass_seq;           /* last room request a pass served */
-    _Atomic int pass_stuck;              /* that pass could free nothing */
-    uint32_t hand, hand_end;             /* CLOCK hand, end of its turn (swap thread) */
-    uint64_t synced;                     /* sw_written at the last sync (swap thread) */
-    _Atomic int io_stop;
-    pp__thread_t *st;                    /* the swap thread's record (counters) */
-    pthread_t io_thread;
-    bool io_started;
-} pp__node_t;
-
-/* ------------------------------------------------------------------------ */
-/* Pool                                                                      */
-/* ------------------------------------------------------------------------ */
-
-typedef struct pp__pinrec pp__pinrec_t;  /* track.c */
-
-struct pp_pool {
-    uint64_t serial;                     /* unique per pool instance */
-    unsigned nnodes;
-    /* dir[n] is nodes[n]->dir, kept here so a lookup is two dependent
-     * loads (directory, segment) before the entry, not three. */
-    pp__entry_t *_Atomic *dir[PP_MAX_NODES];
-    pp__node_t *nodes[PP_MAX_NODES];
-    bool track;
-    size_t mem_limit;
-    _Atomic uint64_t resident;           /* reserved resident bytes, for mem_limit */
-    _Atomic uint64_t resident_peak;
-
-    /* Swap (evict.c, swap.c). */
-    bool swap;
-    bool compress;
-    struct pp__swapdev *dev;
-    uint64_t swap_limit;
-    _Atomic uint64_t swap_used;          /* extent bytes held, all nodes */
-    uint64_t high_wm, low_wm;            /* eviction starts / stops */
-    _Atomic uint64_t room_req;           /* room requests made (sequence) */
-    _Atomic uint64_t room_want;          /* bytes waited for */
-    _Atomic uint64_t room_waits, room_enomem;
-    struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
-    void (*report)(const char *line, void *ctx);
-    void *report_ctx;
-
-    /* Hot entries (hot.c); set by the first pp__hot_init. */
-    unsigned hot_shards;                 /* S: a power of two */
-    uint64_t hot_scap, hot_ccap;         /* a shard's and the central counter's
-                                            capacity: S * scap + ccap = PP_MAX_PINS */
-    unsigned hot_after;                  /* failed CASes in one pin before it
-                                            tries to promote (0: never) */
-    _Atomic unsigned next_shard;         /* shards given to threads in turn */
-
-    /* Topology (topology.c). */
-    hwloc_topology_t topo;
-    bool thissystem;
-    int ncpus;
-    uint8_t *cpu_node;                   /* [ncpus] OS cpu index -> node */
-
-    /* Epochs and threads (epoch.c). */
-    ck_epoch_t epoch;
-    pthread_mutex_t reg_lock;            /* thread list, recycling */
-    pp__thread_t *_Atomic threads;       /* every record, newest first; added
-                                            under reg_lock, read lock-free by
-                                            the reclaimers */
-    _Atomic unsigned next_rr;            /* round-robin node for synthetic topologies */
-    char tsan_token;                     /* TSan: grace-period happens-before token */
-
-    /* Pin tracking (track.c). */
-    pthread_mutex_t track_lock;
-    pp__pinrec_t *track_recs;
-    size_t track_n, track_cap;
-
-    sem_t started;                       /* reclaimers up */
-    struct pp_pool *next_live;           /* global registry, epoch.c */
-};
+#include "types.h"
 
 /* ------------------------------------------------------------------------ */
 /* Part APIs                                                                 */
@@ -403,18 +55,7 @@ void *pp__calloc(size_t n, size_t size);
 void *pp__realloc(void *p, size_t size);
 void *pp__aligned_alloc(size_t align, size_t size);   /* zeroed */
 void pp__free(void *p);
-uint64_t pp__alloc_count(void);   /* allocations so far, all pools */
 bool pp__alloc_note(void);        /* counts one made elsewhere; false: fail it */
-/* Test hook: the allocation n allocations from now fails (0: the next);
- * n < 0: none does. */
-void pp__alloc_fail_after(int64_t n);
-/* Fault-injection hook (the torture's --faults): while set, every
- * allocation above -- and the flat loads' data (swap.c) -- asks fail(size,
- * ctx) first and fails if it returns true.  NULL removes it.  Set it while
- * no pool call runs, or make fail() itself safe to call from any thread
- * (it is called from the pool's swap threads too). */
-typedef bool (*pp__alloc_fault_fn)(size_t size, void *ctx);
-void pp__alloc_fault_hook(pp__alloc_fault_fn fail, void *ctx);
 
 /* error.c */
 void pp__report(pp_pool_t *pool, const char *fmt, ...)
@@ -526,35 +167,54 @@ size_t pp__track_report_thread(pp_pool_t *pool, pp__thread_t *t);
 size_t pp__track_report_ref(pp_pool_t *pool, pp_ref_t ref);
 void pp__track_free(pp_pool_t *pool);
 
-/* owner.c / pin.c shared helper: the transition to DEAD after the last
- * release (pushes the entry if it holds no pins). */
+/* owner.c -- put, retain, release.  The transition to DEAD after the last
+ * release (pushes the entry if it holds no pins); pin.c's unpin of a dead
+ * entry is its other half. */
 void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
                     pp__thread_t *t);
-int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
 
-/* evict.c -- memory reservations, swap threads, loads. */
-/* Reserves size bytes against mem_limit.  Without swap (or wait false) a
- * hard cap: PP_ENOMEM if it does not fit.  With swap and wait, has the swap
- * threads evict and waits for room; PP_ENOMEM once nothing evictable is
- * left.  0 on success (always without a limit). */
-int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait);
-void pp__mem_unreserve(pp_pool_t *pool, size_t size);
-int pp__evict_start(pp_pool_t *pool);
-void pp__evict_stop(pp_pool_t *pool);
+/* pin.c -- every pin path (fast, full, slow, after a load), unpin, their
+ * batched forms, escaped access, prefetch. */
+/* An unpin by thread t, tracked if the pool tracks pins. */
+int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
 /* The slow path of a pin, get or pin_many: the entry is not resident, or a
  * write pin met an eviction in progress.  Pins (pin true) or makes
- * resident and escaped (pin false), loading it if needed.  0 or an error,
- * as pp_pin documents. */
+ * resident (pin false), loading it if needed (load.c).  0 or an error, as
+ * pp_pin documents. */
 int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags,
                  bool pin, void **data);
+
+/* mem.c -- memory reservations.  Reserves size bytes against mem_limit.
+ * Without swap (or wait false) a hard cap: PP_ENOMEM if it does not fit.
+ * With swap and wait, has the swap threads evict and waits for room;
+ * PP_ENOMEM once nothing evictable is left.  0 on success (always without
+ * a limit). */
+int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait);
+void pp__mem_unreserve(pp_pool_t *pool, size_t size);
+
+/* load.c -- loads from swap.  Pre for both: the caller claimed LOADING on
+ * e (n is its home node).  pp__load_pin loads and commits with a pin (and
+ * DIRTY with PP_PIN_WRITE, WPIN with PP__PIN_WPIN) in one CAS: 0 and *data,
+ * PP_ESTALE if the entry died meanwhile (no pin), or the load's error.
+ * pp__load_only loads and commits it resident; evictor is the node whose
+ * swap thread runs the load (it may evict for room, never waits), or NULL
+ * on a pinning thread.  Both end the I/O (pp__io_end). */
+int pp__load_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, unsigned flags, pp__thread_t *t,
+                 void **data);
+int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evictor,
+                  pp__thread_t *t);
 /* Starts a load on the swap thread if the entry is swapped and no load
  * runs.  Never blocks.  0 or PP_ESTALE. */
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
+
+/* evict.c -- each node's swap thread: CLOCK eviction, queued loads. */
+int pp__evict_start(pp_pool_t *pool);
+void pp__evict_stop(pp_pool_t *pool);
+/* One pass of node's hand; returns the bytes freed (see evict.c). */
+uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck);
 /* Waits until no eviction holds e (a write pin's data must not be read by
  * the swap thread while the caller writes).  The caller holds a pin. */
 void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
-/* After clearing BUSY: queues a dead, unpinned entry (next has QUEUED set)
- * and wakes whoever waits for the node's I/O. */
 /* A final release or unpin that finds an I/O in flight (BUSY) leaves the
  * entry to whoever ends the I/O (pp__io_end).  It counts the entry in its
  * node's dead_in_io before its CAS (defer: the CAS about to be tried
@@ -570,7 +230,9 @@ static inline void pp__dead_in_io_note(pp_pool_t *pool, unsigned n, bool defer, 
         *held = defer;
     }
 }
-
+/* After an I/O's CAS cleared BUSY (next is the word it installed): queues
+ * a dead, unpinned entry (next has QUEUED set) and wakes whoever waits for
+ * the node's I/O. */
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
                 pp__thread_t *t);
 
@@ -585,6 +247,8 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
 /* Reads e's copy into new memory (*data), checksum verified.  The caller
  * holds LOADING.  0, PP_EIO, PP_ECORRUPT, PP_ENOMEM; the copy is kept. */
 int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data);
+/* The record of slot's swap copy, or NULL if none was ever made. */
+const pp__swaprec_t *pp__swap_rec_find(pp__node_t *node, uint32_t slot);
 /* Frees e's extent (its record must hold one). */
 void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
 /* Whether entries of this type can be evicted. */
@@ -594,14 +258,13 @@ bool pp__type_swappable(const pp_type_t *type);
 #define PP__SLOW  1   /* pin: not resident, or a write pin meets an eviction */
 #define PP__HOT   2   /* pin/unpin: the entry is HOT: pp__hot_pin/unpin */
 #define PP__RETRY 3   /* hot pin/unpin: no longer HOT, do it on the word */
-#define PP__PIN_WPIN 0x100u  /* pin flag (internal): set WPIN, not DIRTY (pp_pin_many) */
 static inline unsigned pp__hot_index(uint64_t pw) { return (unsigned)(pw & PP__PINS_MASK); }
 /* The fast path of a hot pin (inc 1) or unpin (inc -1): one CAS on the
  * caller's shard, if e's word is still the one the thread last saw (so the
  * cached line and tag are that promotion's: a later promotion has a larger
  * tag, and the CAS checks it).  false: nothing done, take pp__hot_pin or
  * pp__hot_unpin. */
-static inline bool pp__hot_fast(pp__thread_t *t, pp__entry_t *e, uint64_t pw, int inc,
+static inline bool pp__hot_cached(pp__thread_t *t, pp__entry_t *e, uint64_t pw, int inc,
                                 uint64_t cap)
 {
     if (t->hc.e != e || t->hc.pw != pw)
@@ -643,26 +306,12 @@ unsigned pp__lag_bucket(uint64_t ns);
 uint64_t pp__lag_bucket_upper(unsigned b);
 
 /* pool.c */
-bool pp__pool_is_valid(pp_pool_t *pool);
-
-/* Test hooks (used only by tests/). */
-int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners);
-/* Gives a live, unpinned entry generation gen; its new ref in *out.
- * Single-threaded use only (no other call may touch the entry). */
-int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out);
 /* pp_pool_create with the given swap device instead of the file device
- * (it takes dev over, closing it on failure).  Tests only. */
+ * (NULL: the file device); it takes dev over, closing it on failure.  The
+ * tests give devices that fail or stop on purpose. */
 int pp__pool_create_dev(const pp_options_t *opt, struct pp__swapdev *dev, pp_pool_t **out);
-/* The swap copy of a live entry: its stream offset and stored length.
- * PP_ESTALE, or PP_EAGAIN if it has no copy.  Tests only. */
-int pp__debug_swap_where(pp_pool_t *pool, pp_ref_t ref, uint64_t *off, uint64_t *len);
-/* op > 0: tries to make ref's entry HOT (only while it holds no pin);
- * op == 0: ends its HOT mode; op < 0: only asks.  Returns 1 if it is HOT
- * now, 0 if not, PP_ESTALE.  Tests only. */
-int pp__debug_hot(pp_pool_t *pool, pp_ref_t ref, int op);
-/* Failed CASes in one pin before it tries to promote (0: never; default 2). */
-void pp__debug_hot_after(pp_pool_t *pool, unsigned fails);
-/* The pool's private swap directory ("" without swap). */
-const char *pp__swap_path(pp_pool_t *pool);
+/* Every entry and every node's hot slots obey the invariants drawn in
+ * entry.h and hot.c.  Only while no call runs (tests, destroy). */
+bool pp__pool_is_valid(pp_pool_t *pool);
 
 #endif /* PP_INTERNAL_H */

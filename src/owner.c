@@ -135,35 +135,3 @@ int pp_release(pp_pool_t *pool, pp_ref_t ref)
     return 0;
 }
 
-int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners)
-{
-    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
-    if (e == NULL || owners == 0)
-        return PP_EINVAL;
-    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
-    do {
-        if (pp__word_gen(ow) != pp_ref_gen(ref) || pp__ow_owners(ow) == 0)
-            return PP_ESTALE;
-    } while (!pp__atomic_cas_weak_relaxed(&e->ow, &ow,
-                                          ((uint64_t)pp_ref_gen(ref) << PP__GEN_SHIFT) | owners));
-    return 0;
-}
-
-int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out)
-{
-    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
-    if (e == NULL || gen == 0 || out == NULL)
-        return PP_EINVAL;
-    pp__hot_demote(pool, pp_ref_node(ref), e);
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
-    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) || (pw & PP__F_DEAD) ||
-        pp__pw_pins(pw) != 0)
-        return PP_ESTALE;
-    uint64_t low = ((uint64_t)1 << PP__GEN_SHIFT) - 1;
-    pp__atomic_store_relaxed(&e->ow, (ow & low) | ((uint64_t)gen << PP__GEN_SHIFT));
-    /* release: as in pp_put, the new generation publishes the entry. */
-    pp__atomic_store_release(&e->pw, (pw & low) | ((uint64_t)gen << PP__GEN_SHIFT));
-    *out = pp__ref_make(pp_ref_node(ref), pp_ref_slot(ref), gen);
-    return 0;
-}

@@ -12,25 +12,24 @@
 
 #define PP__PIN_FLAGS (PP_PIN_WRITE | PP_PIN_NOWAIT)
 
-static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                   pp__thread_t *t, bool count);
 
 /* A pin whose CAS failed pool->hot_after times: the entry is contended,
  * try to make it HOT (hot.c). */
-static PP__NOINLINE void pp__pin_contended(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
+static PP__COLD void pp__pin_contended(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
     pp__hot_promote(pool, pp_ref_node(ref), e, pp_ref_gen(ref));
 }
 
-/* The pin transition on the word; returns 0, an error, PP__SLOW (the caller
- * takes pp__pin_slow) or PP__HOT (the caller takes pp__hot_pin), nothing
+/* The pin on the word; returns 0, an error, PP__SLOW (the caller takes
+ * pp__pin_slow) or PP__HOT (the caller takes pp__pin_when_hot), nothing
  * done unless 0; *data set on success. */
-static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                unsigned flags, void **data, unsigned fails)
+static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                  unsigned flags, void **data, unsigned fails)
 {
     uint32_t gen = pp_ref_gen(ref);
-    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN :
-                     (flags & PP__PIN_WPIN) ? PP__F_WPIN : 0;
+    uint64_t bits = pp__pin_bits(flags);
     /* A write pin must not write while the swap thread reads the bytes. */
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
     /* The fast path's failed CAS counts (pp_pin_loc). */
@@ -38,8 +37,7 @@ static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         pp__pin_contended(pool, e, ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
-        if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
-                         (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE))
+        if (PP__UNLIKELY(!pp__pw_alive(pw, gen)))
             return PP_ESTALE;
         if (PP__UNLIKELY(pw & PP__F_HOT))
             return PP__HOT;
@@ -53,7 +51,7 @@ static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
          * made to it under earlier pins are visible to the caller.  The
          * changed word (count, REF) also makes any eviction in progress
          * fail its commit: a pin always wins. */
-        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF))
+        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pp__pin_word(pw, bits)))
             break;
         if (PP__UNLIKELY(++fails == pool->hot_after)) {
             pp__pin_contended(pool, e, ref);
@@ -65,10 +63,10 @@ static inline int pp__pin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
     return 0;
 }
 
-/* The pin of an entry that pp__pin_entry found HOT: one CAS on the
+/* The pin of an entry that pp__pin_on_word found HOT: one CAS on the
  * thread's cached shard, else pp__hot_pin (on the word if it is no longer
  * HOT).  Out of line, so the cold paths keep few registers. */
-static PP__NOINLINE_HOT int pp__pin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static PP__NOINLINE int pp__pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                         unsigned flags, unsigned hflags, pp__thread_t *t,
                                         void **data)
 {
@@ -76,7 +74,7 @@ static PP__NOINLINE_HOT int pp__pin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_
      * to pp__hot_pin, which refuses it. */
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (!(hflags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
-        pp__hot_fast(t, e, pw, 1, pool->hot_scap)) {
+        pp__hot_cached(t, e, pw, 1, pool->hot_scap)) {
         if (data != NULL)
             *data = e->data;
         return 0;
@@ -85,7 +83,7 @@ static PP__NOINLINE_HOT int pp__pin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_
     while (rc == PP__HOT) {
         rc = pp__hot_pin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), hflags, t, data);
         if (rc == PP__RETRY)
-            rc = pp__pin_entry(pool, e, ref, flags, data, 0);
+            rc = pp__pin_on_word(pool, e, ref, flags, data, 0);
     }
     return rc;
 }
@@ -98,16 +96,86 @@ static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                               unsigned flags, unsigned hflags, pp__thread_t *t,
                               void **data, unsigned fails)
 {
-    int rc = pp__pin_entry(pool, e, ref, flags, data, fails);
+    int rc = pp__pin_on_word(pool, e, ref, flags, data, fails);
     if (PP__UNLIKELY(rc == PP__HOT))
-        rc = pp__pin_hot(pool, e, ref, flags, hflags, t, data);
+        rc = pp__pin_when_hot(pool, e, ref, flags, hflags, t, data);
     return rc;
+}
+
+/* The slow path of a pin, get or pin_many (see internal.h): waits for a
+ * load in flight, or loads the entry itself (load.c), or pins an entry that
+ * became resident; a write pin waits for an eviction's write-out. */
+int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, bool pin,
+                 void **data)
+{
+    unsigned n = pp_ref_node(ref);
+    pp__node_t *node = pool->nodes[n];
+    uint32_t gen = pp_ref_gen(ref);
+    pp__thread_t *t = pp__thread_get(pool);
+    bool waited = false;
+    if (t == NULL)
+        return PP_ENOMEM;
+    for (;;) {
+        uint32_t seen = ck_ec32_value(&node->io_done);
+        /* acquire: pairs with the load commit's release (data pointer). */
+        uint64_t pw = pp__atomic_load_acquire(&e->pw);
+        if (!pp__pw_alive(pw, gen))
+            return PP_ESTALE;
+        if (pw & PP__F_RESIDENT) {
+            if (!pin)
+                return 0;                /* resident now: the caller goes on */
+            if (pw & PP__F_HOT) {
+                int rc = pp__hot_pin(pool, n, e, gen, flags, t, data);
+                if (rc != PP__RETRY)
+                    return rc;
+                continue;
+            }
+            if (pp__pw_pins(pw) == PP_MAX_PINS)
+                return PP_EOVERFLOW;
+            if ((flags & PP_PIN_NOWAIT) && (flags & PP_PIN_WRITE) && (pw & PP__F_EVICTING))
+                return PP_EAGAIN;        /* it would wait for the write-out */
+            uint64_t next = pp__pin_word(pw, pp__pin_bits(flags));
+            PP__YIELD(PIN);
+            /* acquire: as in the fast path (pin.c). */
+            if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, next))
+                continue;
+            if ((flags & PP_PIN_WRITE) && (next & PP__F_EVICTING))
+                pp__evict_wait(pool, n, e);
+            if (data != NULL)
+                *data = e->data;
+            return 0;
+        }
+        if (pw & PP__F_LOADING) {
+            if (flags & PP_PIN_NOWAIT)
+                return PP_EAGAIN;
+            if (!waited) {
+                pp__atomic_add_relaxed(&node->load_waits, 1);
+                waited = true;
+            }
+            ck_ec32_wait(&node->io_done, &pp__ec_mode, seen, NULL);
+            continue;
+        }
+        if (flags & PP_PIN_NOWAIT) {
+            int rc = pp__load_start(pool, e, ref);
+            return rc != 0 ? rc : PP_EAGAIN;
+        }
+        /* acquire: pairs with the eviction commit's release (the record). */
+        if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_LOADING))
+            continue;
+        PP__YIELD(LOAD);
+        int rc = pin ? pp__load_pin(pool, n, e, flags, t, data)
+                     : pp__load_only(pool, n, e, NULL, t);
+        if (rc != 0 || pin)
+            return rc;
+        /* Loaded for a get: go round to see it resident (it may already
+         * have been evicted again, then we load again). */
+    }
 }
 
 /* Every pin that the fast path below does not finish: the full checks,
  * tracking, the first call of a thread, loads.  The fast path has had no
  * effect when it comes here; fails: its CASes that failed (contention). */
-static PP__NOINLINE int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+static PP__COLD int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
                                      void **data, const char *file, int line,
                                      unsigned fails)
 {
@@ -149,16 +217,16 @@ static inline bool pp__fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e
 }
 
 /* A pin that the fast path found HOT: one CAS on the thread's cached shard
- * (pp__hot_fast), else the full way.  Tracking is off here.  It repeats
- * the first lines of pp__pin_hot on purpose: going through pp__pin_hot
+ * (pp__hot_cached), else the full way.  Tracking is off here.  It repeats
+ * the first lines of pp__pin_when_hot on purpose: going through pp__pin_when_hot
  * (its retry loop, the register saves) cost 30% at 2 threads on one hot
- * entry (pinbench hot, 146 against 209 Mops/s); so does pp__unpin_hot_fast. */
-static PP__NOINLINE_HOT int pp__pin_hot_fast(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
+ * entry (pinbench hot, 146 against 209 Mops/s); so does pp__unpin_fast_when_hot. */
+static PP__NOINLINE int pp__pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
                                              pp_ref_t ref, unsigned flags, void **data)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (!(flags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
-        pp__hot_fast(t, e, pw, 1, pool->hot_scap)) {
+        pp__hot_cached(t, e, pw, 1, pool->hot_scap)) {
         if (data != NULL)
             *data = e->data;
         pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
@@ -180,17 +248,18 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
         goto full;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (PP__UNLIKELY(pw & PP__F_HOT))
-        return pp__pin_hot_fast(pool, e, t, ref, flags, data);
+        return pp__pin_fast_when_hot(pool, e, t, ref, flags, data);
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
     if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
                      (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
                          (PP__F_LIVE | PP__F_RESIDENT) ||
                      pp__pw_pins(pw) == PP_MAX_PINS || PP__YIELD_ON(PIN)))
         goto full;
-    uint64_t dirty = (flags & PP_PIN_WRITE) ? PP__F_DIRTY | PP__F_WPIN : 0;
-    /* acquire: as in pp__pin_entry.  One try: a failed CAS (contention)
+    /* Only PP_PIN_WRITE of the pin flags changes the word here. */
+    uint64_t bits = pp__pin_bits(flags & PP_PIN_WRITE);
+    /* acquire: as in pp__pin_on_word.  One try: a failed CAS (contention)
      * goes the full way, which counts failures and may make the entry hot. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, (pw + 1u) | dirty | PP__F_REF)))
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, pp__pin_word(pw, bits))))
         return pp__pin_full(pool, ref, flags, data, file, line, 1);
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
@@ -209,7 +278,7 @@ int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
 /* The unpin of a dead entry (its last owner is gone), off the fast path:
  * the last pin queues it for its reclaimer, or, with an I/O in flight,
  * leaves it to whoever ends that I/O (counted in dead_in_io first). */
-static PP__NOINLINE_HOT int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                       pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
@@ -230,7 +299,7 @@ static PP__NOINLINE_HOT int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_r
             next |= PP__F_QUEUED;
         pp__dead_in_io_note(pool, n, last && (pw & PP__F_BUSY), &held);
         PP__YIELD(UNPIN);
-        /* acq_rel: as in pp__unpin_entry; the final unpinner carries every
+        /* acq_rel: as in pp__unpin_any; the final unpinner carries every
          * earlier unpinner's writes on to the reclaimer (its push). */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
     if (count)
@@ -242,19 +311,19 @@ static PP__NOINLINE_HOT int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_r
     return 0;
 }
 
-/* The unpin of an entry found HOT (out of line, as pp__pin_hot): 0, an
+/* The unpin of an entry found HOT (out of line, as pp__pin_when_hot): 0, an
  * error, or PP__RETRY (no longer HOT: unpin on the word). */
-static PP__NOINLINE_HOT int pp__unpin_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static PP__NOINLINE int pp__unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                           pp__thread_t *t, uint64_t pw)
 {
-    if (pp__hot_fast(t, e, pw, -1, 0))
+    if (pp__hot_cached(t, e, pw, -1, 0))
         return 0;
     return pp__hot_unpin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), t);
 }
 
 /* The unpin transition, without argument checks or tracking; count is
  * false when undoing a pin the caller never saw succeed. */
-static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                   pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
@@ -263,7 +332,7 @@ static inline int pp__unpin_entry(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
             return PP_ESTALE;
         if (PP__UNLIKELY(pw & PP__F_HOT)) {
-            int rc = pp__unpin_hot(pool, e, ref, t, pw);
+            int rc = pp__unpin_when_hot(pool, e, ref, t, pw);
             if (rc != PP__RETRY) {
                 if (rc == 0 && count)
                     pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
@@ -296,13 +365,13 @@ int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
     pp__entry_t *e = pp__lookup(pool, ref);
     if (PP__UNLIKELY(e == NULL))
         return PP_ESTALE;
-    int rc = pp__unpin_entry(pool, e, ref, t, true);
+    int rc = pp__unpin_any(pool, e, ref, t, true);
     if (PP__UNLIKELY(pool->track) && rc == 0)
         pp__track_unpin(pool, t, ref);
     return rc;
 }
 
-static PP__NOINLINE int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
+static PP__COLD int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
 {
     if (PP__UNLIKELY(pool == NULL))
         return PP_EINVAL;
@@ -314,10 +383,10 @@ static PP__NOINLINE int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
 
 /* An unpin that the fast path found HOT: one CAS on the thread's cached
  * shard, else the full way.  Tracking is off here. */
-static PP__NOINLINE_HOT int pp__unpin_hot_fast(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
+static PP__NOINLINE int pp__unpin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
                                                pp_ref_t ref, uint64_t pw)
 {
-    if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_fast(t, e, pw, -1, 0)) {
+    if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_cached(t, e, pw, -1, 0)) {
         pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
         return 0;
     }
@@ -334,13 +403,13 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
         goto full;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (PP__UNLIKELY(pw & PP__F_HOT))
-        return pp__unpin_hot_fast(pool, e, t, ref, pw);
+        return pp__unpin_fast_when_hot(pool, e, t, ref, pw);
     if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) ||
                      pp__pw_pins(pw) == 0 || PP__YIELD_ON(UNPIN)))
         goto full;
     if (PP__UNLIKELY(pw & PP__F_DEAD))
         return pp__unpin_dead(pool, e, ref, t, true);
-    /* acq_rel: as in pp__unpin_entry. */
+    /* acq_rel: as in pp__unpin_any. */
     if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw))))
         goto full;
     pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
@@ -355,7 +424,7 @@ static void pp__pin_many_undo(pp_pool_t *pool, const pp_ref_t *refs, size_t k,
 {
     while (k-- > 0) {
         pp__entry_t *e = pp__lookup(pool, refs[k]);
-        PP__CHECK(e != NULL && pp__unpin_entry(pool, e, refs[k], t, false) == 0);
+        PP__CHECK(e != NULL && pp__unpin_any(pool, e, refs[k], t, false) == 0);
     }
 }
 
@@ -375,8 +444,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         for (size_t i = 0; i < n; i++) {
             pp__entry_t *e = pp__lookup(pool, refs[i]);
             uint64_t pw = e != NULL ? pp__atomic_load_relaxed(&e->pw) : 0;
-            if (e == NULL || pp__word_gen(pw) != pp_ref_gen(refs[i]) ||
-                (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
+            if (e == NULL || !pp__pw_alive(pw, pp_ref_gen(refs[i])))
                 return PP_ESTALE;
             all_resident = all_resident && (pw & PP__F_RESIDENT);
         }
@@ -520,7 +588,7 @@ again:
      * CAS follows). */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     for (;;) {
-        if (pp__word_gen(pw) != gen || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE) {
+        if (!pp__pw_alive(pw, gen)) {
             rc = PP_ESTALE;
             break;
         }
@@ -560,7 +628,7 @@ int pp_prefetch(pp_pool_t *pool, pp_ref_t ref)
     if (e == NULL)
         return PP_ESTALE;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (pp__word_gen(pw) != pp_ref_gen(ref) || (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
+    if (!pp__pw_alive(pw, pp_ref_gen(ref)))
         return PP_ESTALE;
     if (pw & PP__F_RESIDENT)
         return 0;

@@ -209,9 +209,9 @@ void pp__swap_close(pp_pool_t *pool)
     pool->dev = NULL;
 }
 
-const char *pp__swap_path(pp_pool_t *pool)
+const pp__swaprec_t *pp__swap_rec_find(pp__node_t *node, uint32_t slot)
 {
-    return pool->dev != NULL ? pool->dev->path : "";
+    return pp__rec(node, slot, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -502,18 +502,3 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     return rc;
 }
 
-int pp__debug_swap_where(pp_pool_t *pool, pp_ref_t ref, uint64_t *off, uint64_t *len)
-{
-    pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
-    if (e == NULL)
-        return PP_ESTALE;
-    uint64_t pw = pp__atomic_load_acquire(&e->pw);
-    if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE))
-        return PP_ESTALE;
-    if (!(pw & PP__F_SWAPPED))
-        return PP_EAGAIN;
-    const pp__swaprec_t *rec = pp__rec(pool->nodes[pp_ref_node(ref)], e->slot, false);
-    *off = rec->off;
-    *len = rec->len;
-    return 0;
-}

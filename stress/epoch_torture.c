@@ -101,7 +101,7 @@
 #define STRESS_PROG "epoch_torture"
 #include "stress_common.h"
 
-#include "internal.h" /* pp__pool_is_valid */
+#include "testhooks.h" /* pp__pool_is_valid */
 
 #include <errno.h>
 #include <inttypes.h>

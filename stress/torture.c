@@ -91,7 +91,7 @@
 #include "stress_common.h"
 
 #include "../tests/support/faultdev.h"   /* --faults: the fault-injecting swap device */
-#include "internal.h"   /* pp__pool_is_valid, pp__swap_path, pp__alloc_fault_hook */
+#include "testhooks.h"   /* pp__pool_is_valid, pp__swap_path, pp__alloc_fault_hook */
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  * allocation the call makes is failed once.
  */
 #include "helpers.h"
-#include "internal.h" /* pp__alloc_fail_after, pp__alloc_count */
+#include "testhooks.h" /* pp__alloc_fail_after, pp__alloc_count */
 
 #define SWEEP_MAX 64   /* far more allocations than any of these calls makes */
 

@@ -4,7 +4,7 @@
  * alone promotes. */
 #include "helpers.h"
 
-#include "internal.h" /* pp__debug_hot, pp__debug_hot_after, pp__pool_is_valid */
+#include "testhooks.h" /* pp__debug_hot, pp__debug_hot_after, pp__pool_is_valid */
 
 enum { HOT_ASK = -1, HOT_OFF = 0, HOT_ON = 1 };
 

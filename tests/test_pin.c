@@ -675,7 +675,7 @@ Test(pin, hot_path_makes_no_system_call, .timeout = 60)
 
 /* ---- the hot path allocates nothing ---------------------------------------- */
 
-#include "internal.h" /* pp__alloc_count: every allocation pinpool makes */
+#include "testhooks.h" /* pp__alloc_count: every allocation pinpool makes */
 
 Test(pin, hot_path_allocates_nothing, .timeout = 60)
 {

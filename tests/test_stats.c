@@ -1,6 +1,6 @@
 /* test_stats.c -- pp_stat and pp_pool_stats (src/stats.c). */
 #include "helpers.h"
-#include "internal.h" /* pp__pool_is_valid */
+#include "testhooks.h" /* pp__pool_is_valid */
 
 /* ---- exact counts after a multi-threaded run ---------------------------- */
 

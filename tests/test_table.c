@@ -1,6 +1,6 @@
 /* test_table.c -- slot tables, refs, generations, growth (src/table.c). */
 #include "helpers.h"
-#include "internal.h" /* pp__debug_set_gen */
+#include "testhooks.h" /* pp__debug_set_gen */
 
 static int cmp_ref(const void *a, const void *b)
 {

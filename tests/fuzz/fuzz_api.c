@@ -58,7 +58,7 @@
 
 #include <sanitizer/common_interface_defs.h>
 
-#include "internal.h"   /* pinpool.h, and the test hooks pp__* */
+#include "testhooks.h"   /* pinpool.h, and the test hooks pp__* */
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                    */

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "testhooks.h"
 #include "swapdev.h"
 
 typedef struct faultdev {

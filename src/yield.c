@@ -1,7 +1,7 @@
 /*
- * debug.c -- random yields in debug builds (liburcu's DEBUG_YIELD).
+ * yield.c -- random yields in debug builds (liburcu's DEBUG_YIELD).
  *
- * PP__YIELD(X) (internal.h) marks the points of the pin, unpin, release,
+ * PP__YIELD(X) (checks.h) marks the points of the pin, unpin, release,
  * reclaim, eviction and load paths where another thread's step is most
  * likely to matter.  In a debug build, when class X is enabled, the thread
  * calls sched_yield() there with probability 1/one_in, so the torture
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "testhooks.h"   /* pp__debug_yield_set, defined here */
 
 #define PP__YIELD_ONE_IN_DEFAULT 8u
 
@@ -159,25 +160,3 @@ void pp__debug_yield_env(void)
 }
 
 #endif
-
-/* ------------------------------------------------------------------------ */
-/* Test points (every build, see internal.h)                                 */
-/* ------------------------------------------------------------------------ */
-
-_Atomic(pp__test_point_fn) pp__test_point_fn_;
-static void *_Atomic pp__test_point_ctx;
-
-void pp__test_point_hook(pp__test_point_fn fn, void *ctx)
-{
-    pp__atomic_store_relaxed(&pp__test_point_ctx, ctx);
-    /* release: the context is stored before the hook that reads it. */
-    pp__atomic_store_release(&pp__test_point_fn_, fn);
-}
-
-void pp__test_point_run(enum pp__test_point where, void *arg)
-{
-    /* acquire: pairs with the hook's release (its context). */
-    pp__test_point_fn fn = pp__atomic_load_acquire(&pp__test_point_fn_);
-    if (fn != NULL)
-        fn(where, arg, pp__atomic_load_relaxed(&pp__test_point_ctx));
-}

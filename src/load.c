@@ -1,0 +1,106 @@
+/*
+ * load.c -- loads from swap: the load itself and its commit, which makes
+ * the entry resident and, for a pinning loader, pins it in the same CAS.
+ * The transitions are drawn in entry.h; the bytes are read by swap.c.
+ *
+ * The first pinner of a swapped entry claims LOADING and loads it on its
+ * own thread (pp__load_pin, from pin.c); later pinners wait on the node's
+ * io_done event count for that load to end.  PP_PIN_NOWAIT and
+ * pp_prefetch claim LOADING and queue the entry for the node's swap thread
+ * (pp__load_start), which loads it without a pin (pp__load_only).
+ */
+#include "internal.h"
+
+enum pp__load_mode { PP__LOAD_PIN, PP__LOAD_ONLY };
+
+/* Loads e (claimed LOADING by the caller) and commits.  PP__LOAD_PIN takes
+ * a pin in the commit (and DIRTY with PP_PIN_WRITE); evictor is the node
+ * whose swap thread runs the load (it may evict for it, never waits). */
+static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
+                        unsigned flags, pp__node_t *evictor, pp__thread_t *t, void **data)
+{
+    pp__node_t *node = pool->nodes[n];
+    size_t size = e->size;
+    int rc = pp__mem_reserve(pool, size, evictor == NULL);
+    if (rc != 0 && evictor != NULL && size <= pool->mem_limit) {
+        pp__atomic_add_relaxed(&pool->room_want, size);
+        bool stuck;
+        (void)pp__evict_pass(pool, evictor, true, &stuck);
+        pp__atomic_sub_relaxed(&pool->room_want, size);
+        rc = pp__mem_reserve(pool, size, false);
+    }
+    void *mem = NULL;
+    if (rc == 0) {
+        rc = pp__swap_load(pool, node, e, &mem);
+        if (rc != 0) {
+            pp__mem_unreserve(pool, size);
+        } else {
+            e->data = mem;               /* nobody reads it while LOADING */
+            /* Counted before the commit: once it is made, the entry may be
+             * queued and its reclaimer subtract these. */
+            pp__atomic_add_relaxed(&node->resident_bytes, size);
+            pp__atomic_sub_relaxed(&node->swapped_bytes, size);
+            pp__atomic_add_relaxed(&node->loads, 1);
+        }
+    }
+    PP__YIELD(LOAD);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
+    bool pinned;
+    do {
+        next = pw & ~PP__F_LOADING;
+        pinned = false;
+        if (rc == 0) {
+            next |= PP__F_RESIDENT | PP__F_REF;
+            if (mode == PP__LOAD_PIN && !(pw & PP__F_DEAD)) {
+                next = pp__pin_word(next, pp__pin_bits(flags));
+                pinned = true;
+            }
+        }
+        if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
+            next |= PP__F_QUEUED;
+        /* acq_rel: release orders e->data and the loaded bytes before
+         * every later pin's acquire of RESIDENT; acquire takes the release
+         * of an owner who let go meanwhile, so a push below carries it on
+         * to the reclaimer's free. */
+    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    pp__io_end(pool, n, e, next, t);
+    if (rc == 0 && mode == PP__LOAD_PIN) {
+        if (!pinned)
+            return PP_ESTALE;            /* it died while loading */
+        if (data != NULL)
+            *data = mem;
+    }
+    return rc;
+}
+
+int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
+{
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    for (;;) {
+        if (!pp__pw_alive(pw, pp_ref_gen(ref)))
+            return PP_ESTALE;
+        if (pw & (PP__F_RESIDENT | PP__F_LOADING))
+            return 0;
+        /* acquire: pairs with the eviction commit's release (the record). */
+        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_LOADING))
+            break;
+    }
+    PP__YIELD(LOAD);
+    pp__node_t *node = pool->nodes[pp_ref_node(ref)];
+    /* The push's CAS hands the claimed entry to the swap thread. */
+    ck_stack_push_upmc(&node->load_q, &e->q.link);
+    ck_ec32_inc(&node->io_wake, &pp__ec_mode);
+    return 0;
+}
+
+int pp__load_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, unsigned flags, pp__thread_t *t,
+                 void **data)
+{
+    return pp__load_run(pool, n, e, PP__LOAD_PIN, flags, NULL, t, data);
+}
+
+int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evictor,
+                  pp__thread_t *t)
+{
+    return pp__load_run(pool, n, e, PP__LOAD_ONLY, 0, evictor, t, NULL);
+}

@@ -1,0 +1,280 @@
+/*
+ * types.h -- pinpool's internal structures: refs and slot tables, thread
+ * records, hot slots, swap records, node domains and the pool.  The entry
+ * and its state words are drawn in entry.h; what each part does with these
+ * is declared in internal.h.
+ *
+ * The padding rule (checks.h, PP__PAD): fields written by different threads
+ * are kept PP__PAD (128) bytes apart, since CPUs prefetch cache lines in
+ * adjacent pairs.  A node's state is one sub-struct per writer, each
+ * aligned to PP__PAD.
+ */
+#ifndef PP_TYPES_H
+#define PP_TYPES_H
+
+#include <ck_ec.h>
+#include <ck_epoch.h>
+#include <ck_stack.h>
+#include <hwloc.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checks.h"
+#include "entry.h"
+#include "pinpool.h"
+
+/* ------------------------------------------------------------------------ */
+/* Refs and tables                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* ref = node:6 | slot:26 | gen:32 (see pp_ref_node/slot/gen in pinpool.h) */
+#define PP__SLOT_BITS   26u
+#define PP__MAX_SLOTS   ((uint32_t)1 << PP__SLOT_BITS)
+#define PP__SEG_SHIFT   13u                               /* 8192 entries, 512 KiB */
+#define PP__SEG_SLOTS   ((uint32_t)1 << PP__SEG_SHIFT)
+#define PP__SEG_MAX     (PP__MAX_SLOTS >> PP__SEG_SHIFT)  /* 8192 segments */
+#define PP__SEG_BYTES   ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
+#define PP__SLOT_CHUNK  64u                               /* slots taken at once from the bump index */
+
+static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)
+{
+    return ((pp_ref_t)node << 58) | ((pp_ref_t)slot << 32) | gen;
+}
+
+/* One counter of a hot slot, alone on a pair of cache lines (hot.c).
+ * demoters is used in a slot's line 0 only: the demotions of the slot's
+ * promotion in flight; no promotion of the slot completes while any is. */
+typedef struct pp__hot_line {
+    _Atomic uint64_t w;
+    _Atomic uint32_t demoters;
+} __attribute__((aligned(PP__PAD))) pp__hot_line_t;
+
+#define PP__HOT_CLOSED   ((uint64_t)1 << 31)
+#define PP__HOT_COUNT    ((uint64_t)PP__HOT_CLOSED - 1)
+
+/* Per thread and node counters.  Single writer (the thread), read by stats. */
+typedef struct pp__tcount {
+    _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
+} pp__tcount_t;
+
+/* A thread's reclaim queue for one node: pushed by the thread only (its
+ * final unpins and releases), batch-popped by the node's reclaimer; one per
+ * PP__PAD bytes, so a push is a CAS on a line of the thread's own.  (A
+ * ck_ring here, two plain stores a push, cost more: the reclaimer's takes
+ * wrote the line a push reads, once per entry; a final unpin took 18-24 ns
+ * against 9.5-10.7.) */
+typedef struct pp__rq {
+    ck_stack_t s;
+} __attribute__((aligned(PP__PAD))) pp__rq_t;
+
+/* A thread's private cache of free slots of one node. */
+typedef struct pp__magazine {
+    ck_stack_entry_t *head;
+} pp__magazine_t;
+
+/*
+ * A thread's registration with one pool.  The ck_epoch record comes first
+ * so the record ck_epoch_recycle() hands back converts to its thread.
+ * Records are never freed before the pool: a thread that exits leaves its
+ * record (and its counters) for the next thread to recycle.
+ */
+typedef struct pp__thread {
+    ck_epoch_record_t rec;               /* cache-line aligned by ck */
+    pp_pool_t *pool;
+    struct pp__thread *next;             /* pool's list, under reg_lock */
+    pp__tcount_t *count;                 /* [nnodes] */
+    struct pp__rq *rq;                   /* [nnodes]: entries this thread queued
+                                            for node n's reclaimer (reclaim.c) */
+    pp__magazine_t *mag;                 /* [nnodes] */
+    unsigned node;                       /* home node for synthetic topologies */
+    unsigned shard;                      /* its counter in hot slots (hot.c) */
+    /* Owner-thread only: the last HOT entry it pinned or unpinned, its
+     * word then, its shard's line and the promotion's tag (hot.c). */
+    struct {
+        pp__entry_t *e;
+        uint64_t pw;
+        struct pp__hot_line *line;
+        uint32_t tag;
+    } hc;
+    _Atomic int tid;                     /* OS thread id of the current user */
+    bool in_use;                         /* under reg_lock */
+    bool is_reclaimer;
+    /* Owner-thread only: */
+    bool qsbr;                           /* pp_quiescent was called */
+    bool in_section;                     /* inside a ck_epoch section */
+} pp__thread_t;
+
+/* ------------------------------------------------------------------------ */
+/* Swap records and space                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Where an entry's swap copy is, by slot, beside the table (the entry's own
+ * cache line has no room).  Written by the node's swap thread while it has
+ * the entry claimed (EVICTING) and published by the release that sets
+ * SWAPPED; read by loaders after the acquire that claims LOADING; freed by
+ * the reclaimer of a queued entry or by the swap thread before a rewrite. */
+typedef struct pp__swaprec {
+    uint64_t off;                        /* extent in the node's stream */
+    uint64_t cap;                        /* extent length (whole pages) */
+    uint64_t len;                        /* bytes stored */
+    uint64_t raw;                        /* bytes before compression (> len: LZ4) */
+    uint64_t sum;                        /* XXH3-64 of the stored bytes */
+} pp__swaprec_t;
+
+typedef struct pp__extent {
+    uint64_t off, len;
+} pp__extent_t;
+
+/* ------------------------------------------------------------------------ */
+/* Node domains                                                              */
+/* ------------------------------------------------------------------------ */
+
+#define PP__LAG_BUCKETS 128
+#define PP__LAG_SAMPLE  64           /* one queued entry in 64 carries its time */
+#define PP__LAG_NONE    UINT32_MAX   /* queued_us of an entry not sampled */
+
+#define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */
+#define PP__HOT_MAX_SHARDS 256u
+
+typedef struct pp__node {
+    /* Read-mostly. */
+    pp_pool_t *pool;
+    unsigned index;
+    hwloc_cpuset_t cpuset;               /* the node's CPUs */
+    hwloc_nodeset_t nodeset;             /* the node itself */
+    pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
+    _Atomic int mem_bound;               /* dir, node and segments bound to the node */
+
+    /* Producers (final unpins and releases, any thread); their queues are
+     * their threads' own (pp__thread_t.rq). */
+    _Atomic int sleeping __attribute__((aligned(PP__CACHELINE)));
+                                         /* the reclaimer is about to wait or
+                                            waits: a push must bump `wake` */
+    _Atomic uint64_t dying_bytes;        /* swap: resident bytes queued, not yet freed */
+    _Atomic int64_t dead_in_io;          /* dead, unpinned, queued when their I/O ends
+                                            (pp__dead_in_io_note, pp__io_end) */
+    _Atomic uint32_t evict_tail;         /* evictions between their commit and the
+                                            end of their free and accounting */
+    struct ck_ec32 wake __attribute__((aligned(PP__CACHELINE)));
+
+    /* Putters. */
+    _Atomic uint32_t next_slot __attribute__((aligned(PP__CACHELINE)));
+    _Atomic uint64_t resident_bytes;     /* put minus freed */
+
+    /* Reclaimer -> putters. */
+    ck_stack_t free_slots __attribute__((aligned(PP__CACHELINE)));
+
+    /* Reclaimer only writes these (stats read them). */
+    _Atomic uint64_t frees __attribute__((aligned(PP__CACHELINE)));
+    _Atomic uint64_t grace_polls;
+    _Atomic uint64_t retired_slots;
+    _Atomic uint64_t lag_count, lag_total_ns, lag_max_ns;
+    _Atomic uint64_t lag_hist[PP__LAG_BUCKETS];
+    _Atomic uint64_t leaked_owned;       /* entries freed by destroy's sweep */
+    pp_ref_t leaked_first[4];            /* a few of them, for the report */
+    _Atomic int tid;
+    _Atomic int cpu_bound;
+    _Atomic int stop;
+    pp__thread_t *rt;                    /* the reclaimer's epoch record */
+    pthread_t thread;
+    bool started;
+
+    /* Hot slots (hot.c): PP__HOT_SLOTS x (1 + pool->hot_shards) lines. */
+    pp__hot_line_t *hot;
+    size_t hot_bytes;
+    _Atomic uint64_t hot_used __attribute__((aligned(PP__CACHELINE)));
+                                         /* bit i: slot i taken (or retired) */
+    _Atomic uint64_t hot_promotions, hot_demotions, hot_full;
+
+    /* Swap (evict.c, swap.c); untouched without swap. */
+    ck_stack_t load_q __attribute__((aligned(PP__CACHELINE)));  /* async loads */
+    struct ck_ec32 io_wake;              /* wakes the swap thread */
+    struct ck_ec32 io_done __attribute__((aligned(PP__CACHELINE)));
+                                         /* bumped when an entry's I/O ends */
+    pp__swaprec_t *_Atomic *sdir;        /* [PP__SEG_MAX] records, by slot */
+    pthread_mutex_t space_lock;          /* the stream's free extents */
+    pp__extent_t *ext;                   /* free extents, unordered */
+    size_t next, ncap;
+    uint64_t end;                        /* first byte never handed out */
+    _Atomic uint64_t swapped_bytes;      /* entry bytes only on disk */
+    _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
+    _Atomic uint64_t loads, load_waits, sw_written, sw_raw, sw_read, sw_used;
+    _Atomic uint64_t csum_fail, io_errors;
+    _Atomic uint64_t pass_seq;           /* last room request a pass served */
+    _Atomic int pass_stuck;              /* that pass could free nothing */
+    uint32_t hand, hand_end;             /* CLOCK hand, end of its turn (swap thread) */
+    uint64_t synced;                     /* sw_written at the last sync (swap thread) */
+    _Atomic int io_stop;
+    pp__thread_t *st;                    /* the swap thread's record (counters) */
+    pthread_t io_thread;
+    bool io_started;
+} pp__node_t;
+
+/* ------------------------------------------------------------------------ */
+/* Pool                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pp__pinrec pp__pinrec_t;  /* track.c */
+
+struct pp_pool {
+    uint64_t serial;                     /* unique per pool instance */
+    unsigned nnodes;
+    /* dir[n] is nodes[n]->dir, kept here so a lookup is two dependent
+     * loads (directory, segment) before the entry, not three. */
+    pp__entry_t *_Atomic *dir[PP_MAX_NODES];
+    pp__node_t *nodes[PP_MAX_NODES];
+    bool track;
+    size_t mem_limit;
+    _Atomic uint64_t resident;           /* reserved resident bytes, for mem_limit */
+    _Atomic uint64_t resident_peak;
+
+    /* Swap (evict.c, swap.c). */
+    bool swap;
+    bool compress;
+    struct pp__swapdev *dev;
+    uint64_t swap_limit;
+    _Atomic uint64_t swap_used;          /* extent bytes held, all nodes */
+    uint64_t high_wm, low_wm;            /* eviction starts / stops */
+    _Atomic uint64_t room_req;           /* room requests made (sequence) */
+    _Atomic uint64_t room_want;          /* bytes waited for */
+    _Atomic uint64_t room_waits, room_enomem;
+    struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
+    void (*report)(const char *line, void *ctx);
+    void *report_ctx;
+
+    /* Hot entries (hot.c); set by the first pp__hot_init. */
+    unsigned hot_shards;                 /* S: a power of two */
+    uint64_t hot_scap, hot_ccap;         /* a shard's and the central counter's
+                                            capacity: S * scap + ccap = PP_MAX_PINS */
+    unsigned hot_after;                  /* failed CASes in one pin before it
+                                            tries to promote (0: never) */
+    _Atomic unsigned next_shard;         /* shards given to threads in turn */
+
+    /* Topology (topology.c). */
+    hwloc_topology_t topo;
+    bool thissystem;
+    int ncpus;
+    uint8_t *cpu_node;                   /* [ncpus] OS cpu index -> node */
+
+    /* Epochs and threads (epoch.c). */
+    ck_epoch_t epoch;
+    pthread_mutex_t reg_lock;            /* thread list, recycling */
+    pp__thread_t *_Atomic threads;       /* every record, newest first; added
+                                            under reg_lock, read lock-free by
+                                            the reclaimers */
+    _Atomic unsigned next_rr;            /* round-robin node for synthetic topologies */
+    char tsan_token;                     /* TSan: grace-period happens-before token */
+
+    /* Pin tracking (track.c). */
+    pthread_mutex_t track_lock;
+    pp__pinrec_t *track_recs;
+    size_t track_n, track_cap;
+
+    sem_t started;                       /* reclaimers up */
+    struct pp_pool *next_live;           /* global registry, epoch.c */
+};
+
+#endif /* PP_TYPES_H */

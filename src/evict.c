@@ -46,21 +46,21 @@ void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next, pp__
         pp__reclaim_push(pool, n, e, t);
         /* release: orders the push (and its queued count) before the
          * decrement, for pp_pool_drain, which reads this count first. */
-        pp__atomic_add_release(&pool->nodes[n]->dead_in_io, -1);
+        pp__atomic_add_release(&pool->nodes[n]->prod.dead_in_io, -1);
     }
-    ck_ec32_inc(&pool->nodes[n]->io_done, &pp__ec_mode);
+    ck_ec32_inc(&pool->nodes[n]->sw.io_done, &pp__ec_mode);
 }
 
 void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e)
 {
     pp__node_t *node = pool->nodes[n];
     for (;;) {
-        uint32_t seen = ck_ec32_value(&node->io_done);
+        uint32_t seen = ck_ec32_value(&node->sw.io_done);
         /* acquire: pairs with the abandon's release, so the swap thread's
          * reads of the data happen before the caller's writes. */
         if (!(pp__atomic_load_acquire(&e->pw) & PP__F_EVICTING))
             return;
-        ck_ec32_wait(&node->io_done, &pp__ec_mode, seen, NULL);
+        ck_ec32_wait(&node->sw.io_done, &pp__ec_mode, seen, NULL);
     }
 }
 
@@ -94,7 +94,7 @@ static void pp__io_clear(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
          * the entry, the push carries them on to the reclaimer's free (as
          * a final unpin's acq_rel does). */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
-    pp__io_end(pool, node->index, e, next, node->st);
+    pp__io_end(pool, node->index, e, next, node->sw.st);
 }
 
 /* Gives up a claim; kept: the record now holds a written copy (valid
@@ -104,7 +104,7 @@ static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
                               bool lost)
 {
     if (lost)
-        pp__counter_add(&node->ev_abandoned, 1);
+        pp__counter_add(&node->sw.ev_abandoned, 1);
     pp__io_clear(pool, node, e, PP__F_EVICTING, kept ? PP__F_SWAPPED : 0);
 }
 
@@ -166,8 +166,8 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
          * and its reclaimer subtract these bytes.  The tail count makes
          * pp_pool_drain wait for the free and accounting below, which an
          * entry released right after the commit is owed too. */
-        pp__atomic_add_relaxed(&node->swapped_bytes, size);
-        pp__atomic_add_relaxed(&node->evict_tail, 1);
+        pp__atomic_add_relaxed(&node->sw.swapped_bytes, size);
+        pp__atomic_add_relaxed(&node->sw.evict_tail, 1);
         PP__YIELD(EVICT);
         /* acq_rel: release publishes the record to the next loader's
          * acquire; acquire takes the release of every unpin made since
@@ -179,16 +179,16 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
              * entry is not resident): the memory is ours to free. */
             PP__YIELD(EVICT);
             pp__data_free(type, data, size);
-            pp__atomic_sub_relaxed(&node->resident_bytes, size);
-            pp__counter_add(write ? &node->ev_written : &node->ev_clean, 1);
+            pp__atomic_sub_relaxed(&node->put.resident_bytes, size);
+            pp__counter_add(write ? &node->sw.ev_written : &node->sw.ev_clean, 1);
             pp__mem_unreserve(pool, size);
             /* release: the free and the counts above happen before a
              * drain's acquire of the tail count. */
-            pp__atomic_sub_release(&node->evict_tail, 1);
+            pp__atomic_sub_release(&node->sw.evict_tail, 1);
             return size;
         }
-        pp__atomic_sub_relaxed(&node->swapped_bytes, size);
-        pp__atomic_sub_relaxed(&node->evict_tail, 1);
+        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, size);
+        pp__atomic_sub_relaxed(&node->sw.evict_tail, 1);
     }
     /* rc != 0 and not PP_EAGAIN: the write failed (counted by the store)
      * or swap space ran out; the entry stays resident with no copy and is
@@ -211,7 +211,7 @@ static bool pp__evict_needed(pp_pool_t *pool)
  * needed, and nothing was freed -- nothing on this node can go now. */
 uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck)
 {
-    uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
+    uint32_t slots = pp__atomic_load_relaxed(&node->put.next_slot);
     if (slots > PP__MAX_SLOTS)
         slots = PP__MAX_SLOTS;
     uint64_t freed = 0, spared = 0, i = 0, sweeps = 2 * (uint64_t)slots;
@@ -230,11 +230,11 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
          * slots handed out since (new entries) wait for the next turn, as
          * pages inserted behind a CLOCK hand do, and the hand always comes
          * round to the old ones however fast new ones arrive. */
-        if (node->hand >= node->hand_end) {
-            node->hand = 0;
-            node->hand_end = slots;
+        if (node->sw.hand >= node->sw.hand_end) {
+            node->sw.hand = 0;
+            node->sw.hand_end = slots;
         }
-        uint32_t slot = node->hand++;
+        uint32_t slot = node->sw.hand++;
         /* acquire: pairs with the segment's release-install. */
         pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
         if (seg == NULL)
@@ -267,17 +267,17 @@ static void *pp__swap_main(void *arg)
     uint64_t served = 0;
     (void)pp__bind_thread_to_node(pool, node->index, false);
     for (;;) {
-        uint32_t seen = ck_ec32_value(&node->io_wake);
+        uint32_t seen = ck_ec32_value(&node->sw.io_wake);
         /* acquire: pairs with destroy's release of io_stop. */
-        bool stop = pp__atomic_load_acquire(&node->io_stop) != 0;
-        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->load_q);
+        bool stop = pp__atomic_load_acquire(&node->sw.io_stop) != 0;
+        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->sw.load_q);
         for (ck_stack_entry_t *s = batch; s != NULL;) {
             ck_stack_entry_t *next = s->next;
             pp__entry_t *e = pp__entry_of_link(s);
             if (stop || (pp__atomic_load_relaxed(&e->pw) & PP__F_DEAD))
                 pp__load_cancel(pool, node, e);
             else
-                (void)pp__load_only(pool, node->index, e, node, node->st);
+                (void)pp__load_only(pool, node->index, e, node, node->sw.st);
             s = next;
         }
         if (stop)
@@ -287,25 +287,25 @@ static void *pp__swap_main(void *arg)
             bool stuck;
             uint64_t freed = pp__evict_pass(pool, node, false, &stuck);
             served = req;
-            pp__atomic_store_relaxed(&node->pass_stuck, stuck);
+            pp__atomic_store_relaxed(&node->sw.pass_stuck, stuck);
             /* release: pass_stuck is read after an acquire of pass_seq. */
-            pp__atomic_store_release(&node->pass_seq, req);
+            pp__atomic_store_release(&node->sw.pass_seq, req);
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
             if (freed > 0 && pp__evict_needed(pool))
                 continue;
         }
         if (batch != NULL)
             continue;
-        uint64_t written = pp__atomic_load_relaxed(&node->sw_written);
-        if (written == node->synced) {
-            ck_ec32_wait(&node->io_wake, &pp__ec_mode, seen, NULL);
+        uint64_t written = pp__atomic_load_relaxed(&node->sw.sw_written);
+        if (written == node->sw.synced) {
+            ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, NULL);
             continue;
         }
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += PP__SYNC_IDLE_NS / 1000000000L;
-        if (ck_ec32_wait(&node->io_wake, &pp__ec_mode, seen, &deadline) != 0) {
-            node->synced = written;       /* idle since: start writeback */
+        if (ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, &deadline) != 0) {
+            node->sw.synced = written;       /* idle since: start writeback */
             (void)pool->dev->sync(pool->dev, node->index);
         }
     }
@@ -318,15 +318,15 @@ int pp__evict_start(pp_pool_t *pool)
         return 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        ck_stack_init(&node->load_q);
-        ck_ec32_init(&node->io_wake, 0);
-        ck_ec32_init(&node->io_done, 0);
-        node->st = pp__thread_new_reclaimer(pool);
-        if (node->st == NULL)
+        ck_stack_init(&node->sw.load_q);
+        ck_ec32_init(&node->sw.io_wake, 0);
+        ck_ec32_init(&node->sw.io_done, 0);
+        node->sw.st = pp__thread_new_reclaimer(pool);
+        if (node->sw.st == NULL)
             return PP_ENOMEM;
-        if (pthread_create(&node->io_thread, NULL, pp__swap_main, node) != 0)
+        if (pthread_create(&node->sw.io_thread, NULL, pp__swap_main, node) != 0)
             return PP_ENOMEM;
-        node->io_started = true;
+        node->sw.io_started = true;
     }
     return 0;
 }
@@ -335,18 +335,18 @@ void pp__evict_stop(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        if (node == NULL || !node->io_started)
+        if (node == NULL || !node->sw.io_started)
             continue;
         /* release: everything the pool's users did happens before the swap
          * thread's last round. */
-        pp__atomic_store_release(&node->io_stop, 1);
-        ck_ec32_inc(&node->io_wake, &pp__ec_mode);
+        pp__atomic_store_release(&node->sw.io_stop, 1);
+        ck_ec32_inc(&node->sw.io_wake, &pp__ec_mode);
     }
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        if (node == NULL || !node->io_started)
+        if (node == NULL || !node->sw.io_started)
             continue;
-        pthread_join(node->io_thread, NULL);
-        node->io_started = false;
+        pthread_join(node->sw.io_thread, NULL);
+        node->sw.io_started = false;
     }
 }

@@ -12,7 +12,7 @@
  * tag of the promotion it counts for, so a change is validated in the same
  * compare-and-swap that makes it, as the generation validates a pin.
  *
- * A hot slot (node->hot, PP__HOT_SLOTS per node), S + 1 cache lines:
+ * A hot slot (node->hot.lines, PP__HOT_SLOTS per node), S + 1 cache lines:
  *
  *   central, shard[0], ..., shard[S-1]:   tag:32 | CLOSED:1 | count:31
  *
@@ -90,7 +90,7 @@ static inline uint64_t pp__hot_word(uint32_t tag, uint64_t count)
 /* Line 0 of slot i is its central counter, lines 1..S its shards. */
 static inline pp__hot_line_t *pp__hot_slot(pp_pool_t *pool, pp__node_t *node, unsigned i)
 {
-    return &node->hot[(size_t)i * (pool->hot_shards + 1u)];
+    return &node->hot.lines[(size_t)i * (pool->hot_shards + 1u)];
 }
 
 int pp__hot_init(pp_pool_t *pool, pp__node_t *node)
@@ -105,16 +105,16 @@ int pp__hot_init(pp_pool_t *pool, pp__node_t *node)
         pool->hot_ccap = PP_MAX_PINS - (uint64_t)s * pool->hot_scap;
     }
     bool bound;
-    node->hot_bytes = (size_t)PP__HOT_SLOTS * (pool->hot_shards + 1u) * sizeof(pp__hot_line_t);
-    node->hot = pp__node_alloc(pool, node->index, node->hot_bytes, &bound);
-    return node->hot != NULL ? 0 : PP_ENOMEM;
+    node->hot.bytes = (size_t)PP__HOT_SLOTS * (pool->hot_shards + 1u) * sizeof(pp__hot_line_t);
+    node->hot.lines = pp__node_alloc(pool, node->index, node->hot.bytes, &bound);
+    return node->hot.lines != NULL ? 0 : PP_ENOMEM;
 }
 
 void pp__hot_free(pp_pool_t *pool, pp__node_t *node)
 {
-    if (node->hot != NULL)
-        pp__node_free(pool, node->hot, node->hot_bytes);
-    node->hot = NULL;
+    if (node->hot.lines != NULL)
+        pp__node_free(pool, node->hot.lines, node->hot.bytes);
+    node->hot.lines = NULL;
 }
 
 /* The slot of a HOT word and its tag, read consistently: the tag is read
@@ -208,10 +208,10 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
              * to the next change of the word (a final unpin, an eviction's
              * claim); acquire (also on failure) as for any change of pw. */
             if (pp__atomic_cas_strong_acq_rel(&e->pw, &pw, next)) {
-                pp__atomic_add_relaxed(&node->hot_demotions, 1);
+                pp__atomic_add_relaxed(&node->hot.demotions, 1);
                 /* release: our reads of the closed counters happen before
                  * the next promotion stores into them (its acquire). */
-                pp__atomic_and_release(&node->hot_used, ~((uint64_t)1 << i));
+                pp__atomic_and_release(&node->hot.used, ~((uint64_t)1 << i));
                 pw = next;
             }
         }
@@ -357,15 +357,15 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
         return;
     /* acquire: pairs with the release of the last demotion that freed the
      * slot (its reads of the counters come before our stores). */
-    uint64_t used = pp__atomic_load_acquire(&node->hot_used);
+    uint64_t used = pp__atomic_load_acquire(&node->hot.used);
     unsigned i;
     do {
         if (~used == 0) {
-            pp__atomic_add_relaxed(&node->hot_full, 1);
+            pp__atomic_add_relaxed(&node->hot.full, 1);
             return;
         }
         i = (unsigned)__builtin_ctzll(~used);
-    } while (!atomic_compare_exchange_weak_explicit(&node->hot_used, &used,
+    } while (!atomic_compare_exchange_weak_explicit(&node->hot.used, &used,
                                                     used | ((uint64_t)1 << i),
                                                     memory_order_acquire,
                                                     memory_order_acquire));
@@ -401,7 +401,7 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
          * every pinner that sees HOT; acquire takes the unpins released on
          * the word, so the demotion carries them on with the rest. */
         if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next)) {
-            pp__atomic_add_relaxed(&node->hot_promotions, 1);
+            pp__atomic_add_relaxed(&node->hot.promotions, 1);
             return;
         }
     }
@@ -409,20 +409,20 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
     pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, 0));
     /* release: as in pp__hot_demote (our stores come before the next
      * promoter's). */
-    pp__atomic_and_release(&node->hot_used, ~((uint64_t)1 << i));
+    pp__atomic_and_release(&node->hot.used, ~((uint64_t)1 << i));
 }
 
 unsigned pp__hot_in_use(pp_pool_t *pool, unsigned n)
 {
-    return (unsigned)__builtin_popcountll(pp__atomic_load_relaxed(&pool->nodes[n]->hot_used));
+    return (unsigned)__builtin_popcountll(pp__atomic_load_relaxed(&pool->nodes[n]->hot.used));
 }
 
 bool pp__hot_slots_valid(pp_pool_t *pool, unsigned n, const uint32_t *holders)
 {
     pp__node_t *node = pool->nodes[n];
-    if (node->hot == NULL)
+    if (node->hot.lines == NULL)
         return true;
-    uint64_t used = pp__atomic_load_relaxed(&node->hot_used);
+    uint64_t used = pp__atomic_load_relaxed(&node->hot.used);
     for (unsigned i = 0; i < PP__HOT_SLOTS; i++) {
         pp__hot_line_t *lines = pp__hot_slot(pool, node, i);
         bool retired = pp__hot_tag(pp__atomic_load_relaxed(&lines[0].w)) == UINT32_MAX;

@@ -226,7 +226,7 @@ void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 static inline void pp__dead_in_io_note(pp_pool_t *pool, unsigned n, bool defer, bool *held)
 {
     if (PP__UNLIKELY(defer != *held)) {
-        pp__atomic_add_relaxed(&pool->nodes[n]->dead_in_io, defer ? 1 : -1);
+        pp__atomic_add_relaxed(&pool->nodes[n]->prod.dead_in_io, defer ? 1 : -1);
         *held = defer;
     }
 }

@@ -38,9 +38,9 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
             e->data = mem;               /* nobody reads it while LOADING */
             /* Counted before the commit: once it is made, the entry may be
              * queued and its reclaimer subtract these. */
-            pp__atomic_add_relaxed(&node->resident_bytes, size);
-            pp__atomic_sub_relaxed(&node->swapped_bytes, size);
-            pp__atomic_add_relaxed(&node->loads, 1);
+            pp__atomic_add_relaxed(&node->put.resident_bytes, size);
+            pp__atomic_sub_relaxed(&node->sw.swapped_bytes, size);
+            pp__atomic_add_relaxed(&node->sw.loads, 1);
         }
     }
     PP__YIELD(LOAD);
@@ -88,8 +88,8 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
     PP__YIELD(LOAD);
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
     /* The push's CAS hands the claimed entry to the swap thread. */
-    ck_stack_push_upmc(&node->load_q, &e->q.link);
-    ck_ec32_inc(&node->io_wake, &pp__ec_mode);
+    ck_stack_push_upmc(&node->sw.load_q, &e->q.link);
+    ck_ec32_inc(&node->sw.io_wake, &pp__ec_mode);
     return 0;
 }
 

@@ -23,7 +23,7 @@
 static void pp__kick_all(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++)
-        ck_ec32_inc(&pool->nodes[n]->io_wake, &pp__ec_mode);
+        ck_ec32_inc(&pool->nodes[n]->sw.io_wake, &pp__ec_mode);
 }
 
 static bool pp__mem_try(pp_pool_t *pool, size_t size)
@@ -62,8 +62,8 @@ static uint64_t pp__swap_progress(pp_pool_t *pool)
     uint64_t p = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        p += pp__atomic_load_relaxed(&node->ev_written) +
-             pp__atomic_load_relaxed(&node->ev_clean) + pp__atomic_load_relaxed(&node->loads);
+        p += pp__atomic_load_relaxed(&node->sw.ev_written) +
+             pp__atomic_load_relaxed(&node->sw.ev_clean) + pp__atomic_load_relaxed(&node->sw.loads);
     }
     return p;
 }
@@ -91,7 +91,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             for (unsigned n = 0; n < pool->nnodes && served; n++) {
                 /* acquire: pairs with the pass's release, so its
                  * pass_stuck is the one of that pass (or a later one). */
-                served = pp__atomic_load_acquire(&pool->nodes[n]->pass_seq) >= seq;
+                served = pp__atomic_load_acquire(&pool->nodes[n]->sw.pass_seq) >= seq;
             }
             if (!served)
                 ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, NULL);
@@ -102,7 +102,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
         }
         bool stuck = true;
         for (unsigned n = 0; n < pool->nnodes && stuck; n++)
-            stuck = pp__atomic_load_relaxed(&pool->nodes[n]->pass_stuck) != 0;
+            stuck = pp__atomic_load_relaxed(&pool->nodes[n]->sw.pass_stuck) != 0;
         if (stuck) {
             /* Every node's pass found nothing.  Passes on different nodes
              * run at different moments: unless nothing was evicted or
@@ -123,8 +123,8 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             }
             uint64_t dying = 0, frees = 0;
             for (unsigned n = 0; n < pool->nnodes; n++) {
-                dying += pp__atomic_load_relaxed(&pool->nodes[n]->dying_bytes);
-                frees += pp__atomic_load_relaxed(&pool->nodes[n]->frees);
+                dying += pp__atomic_load_relaxed(&pool->nodes[n]->prod.dying_bytes);
+                frees += pp__atomic_load_relaxed(&pool->nodes[n]->rc.frees);
             }
             pp__thread_t *t = pp__thread_get(pool);
             if (dying == 0 || t == NULL || t->in_section)
@@ -143,7 +143,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             if (ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, &deadline) != 0) {
                 uint64_t later = 0;
                 for (unsigned n = 0; n < pool->nnodes; n++)
-                    later += pp__atomic_load_relaxed(&pool->nodes[n]->frees);
+                    later += pp__atomic_load_relaxed(&pool->nodes[n]->rc.frees);
                 if (later == frees)
                     break;               /* no reclaim for 10 ms: PP_ENOMEM */
             }

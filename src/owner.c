@@ -49,7 +49,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
      * acquire of pw sees this generation (pin, get, stat). */
     pp__atomic_store_release(&e->pw, ((uint64_t)gen << PP__GEN_SHIFT) |
                                          PP__F_LIVE | PP__F_RESIDENT | noswap);
-    pp__atomic_add_relaxed(&pool->nodes[n]->resident_bytes, size);
+    pp__atomic_add_relaxed(&pool->nodes[n]->put.resident_bytes, size);
     pp__counter_add(&t->count[n].puts, 1);
     *out = pp__ref_make(n, e->slot, gen);
     return 0;

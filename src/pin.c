@@ -116,7 +116,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
     if (t == NULL)
         return PP_ENOMEM;
     for (;;) {
-        uint32_t seen = ck_ec32_value(&node->io_done);
+        uint32_t seen = ck_ec32_value(&node->sw.io_done);
         /* acquire: pairs with the load commit's release (data pointer). */
         uint64_t pw = pp__atomic_load_acquire(&e->pw);
         if (!pp__pw_alive(pw, gen))
@@ -149,10 +149,10 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
             if (flags & PP_PIN_NOWAIT)
                 return PP_EAGAIN;
             if (!waited) {
-                pp__atomic_add_relaxed(&node->load_waits, 1);
+                pp__atomic_add_relaxed(&node->sw.load_waits, 1);
                 waited = true;
             }
-            ck_ec32_wait(&node->io_done, &pp__ec_mode, seen, NULL);
+            ck_ec32_wait(&node->sw.io_done, &pp__ec_mode, seen, NULL);
             continue;
         }
         if (flags & PP_PIN_NOWAIT) {

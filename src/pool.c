@@ -215,11 +215,11 @@ int pp_pool_destroy(pp_pool_t *pool)
     uint64_t leaked = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        uint64_t k = pp__atomic_load_relaxed(&node->leaked_owned);
+        uint64_t k = pp__atomic_load_relaxed(&node->rc.leaked_owned);
         leaked += k;
         for (uint64_t i = 0; i < k && i < 4; i++)
             pp__report(pool, "pinpool: destroy: ref 0x%016" PRIx64
-                       " still had owners; freed", node->leaked_first[i]);
+                       " still had owners; freed", node->rc.leaked_first[i]);
     }
     if (leaked != 0)
         pp__report(pool, "pinpool: destroy: %" PRIu64 " entr%s still had owners (leaked owners); freed",
@@ -239,10 +239,10 @@ static bool pp__drained(pp_pool_t *pool)
     for (unsigned n = 0; n < pool->nnodes; n++) {
         /* acquire: pairs with the eviction's release of its tail count
          * (its free and accounting happen before our return). */
-        if (pp__atomic_load_acquire(&pool->nodes[n]->evict_tail) != 0)
+        if (pp__atomic_load_acquire(&pool->nodes[n]->sw.evict_tail) != 0)
             return false;
         /* acquire: pairs with pp__io_end's release of the decrement. */
-        if (pp__atomic_load_acquire(&pool->nodes[n]->dead_in_io) != 0)
+        if (pp__atomic_load_acquire(&pool->nodes[n]->prod.dead_in_io) != 0)
             return false;
     }
     pp_stats_t st;
@@ -292,7 +292,7 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
         if (!live || dead || queued || !(pw & PP__F_RESIDENT) || (pw & PP__F_BUSY) ||
             (pw & PP__F_WPIN) ||
             pp__hot_index(pw) >= PP__HOT_SLOTS ||
-            !(pp__atomic_load_relaxed(&pool->nodes[n]->hot_used) &
+            !(pp__atomic_load_relaxed(&pool->nodes[n]->hot.used) &
               ((uint64_t)1 << pp__hot_index(pw))))
             v->ok = false;
         return;

@@ -116,7 +116,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     /* With swap, a put or load short of room waits for these bytes instead
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
-        pp__atomic_add_relaxed(&node->dying_bytes, e->size);
+        pp__atomic_add_relaxed(&node->prod.dying_bytes, e->size);
     /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
      * entry to the reclaimer's batch pop.  After it, this thread must not
@@ -131,9 +131,9 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
      * where a CAS already is a full barrier (x86), a fence elsewhere. */
     ck_pr_fence_atomic_load();
     /* The first pusher that finds it waiting wakes it, once. */
-    if (pp__atomic_load_relaxed(&node->sleeping) &&
-        atomic_exchange_explicit(&node->sleeping, 0, memory_order_relaxed))
-        ck_ec32_inc(&node->wake, &pp__ec_mode);
+    if (pp__atomic_load_relaxed(&node->prod.sleeping) &&
+        atomic_exchange_explicit(&node->prod.sleeping, 0, memory_order_relaxed))
+        ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
 }
 
 /* Takes every entry queued for node n, from every thread's queue, as one
@@ -174,12 +174,12 @@ static bool pp__reclaim_queued(pp_pool_t *pool, unsigned n)
 static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
                                const struct timespec *deadline)
 {
-    pp__atomic_store_relaxed(&node->sleeping, 1);
+    pp__atomic_store_relaxed(&node->prod.sleeping, 1);
     /* seq_cst: see pp__reclaim_push. */
     atomic_thread_fence(memory_order_seq_cst);
     if (!pp__reclaim_queued(pool, node->index))
-        ck_ec32_wait(&node->wake, &pp__ec_mode, seen, deadline);
-    pp__atomic_store_relaxed(&node->sleeping, 0);
+        ck_ec32_wait(&node->prod.wake, &pp__ec_mode, seen, deadline);
+    pp__atomic_store_relaxed(&node->prod.sleeping, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -202,11 +202,11 @@ static void pp__epoch_cb(ck_epoch_entry_t *ee)
 
 static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
 {
-    pp__counter_add(&node->lag_count, 1);
-    pp__counter_add(&node->lag_total_ns, lag_ns);
-    if (lag_ns > pp__atomic_load_relaxed(&node->lag_max_ns))
-        pp__atomic_store_relaxed(&node->lag_max_ns, lag_ns);
-    pp__counter_add(&node->lag_hist[pp__lag_bucket(lag_ns)], 1);
+    pp__counter_add(&node->rc.lag_count, 1);
+    pp__counter_add(&node->rc.lag_total_ns, lag_ns);
+    if (lag_ns > pp__atomic_load_relaxed(&node->rc.lag_max_ns))
+        pp__atomic_store_relaxed(&node->rc.lag_max_ns, lag_ns);
+    pp__counter_add(&node->rc.lag_hist[pp__lag_bucket(lag_ns)], 1);
 }
 
 /* Calls the free function (if the data is in memory), drops the swap copy
@@ -220,10 +220,10 @@ static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *
             type->free(e->data, e->size, type->ctx);
         else
             free(e->data);
-        pp__atomic_sub_relaxed(&node->resident_bytes, e->size);
+        pp__atomic_sub_relaxed(&node->put.resident_bytes, e->size);
         pp__mem_unreserve(pool, e->size);
     } else {
-        pp__atomic_sub_relaxed(&node->swapped_bytes, e->size);
+        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, e->size);
     }
     if (pw & PP__F_SWAPPED)
         pp__swap_drop(pool, node, e);
@@ -236,7 +236,7 @@ static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *
  * and the retired_slots count). */
 static void pp__count_free(pp__node_t *node)
 {
-    pp__atomic_store_release(&node->frees, pp__atomic_load_relaxed(&node->frees) + 1);
+    pp__atomic_store_release(&node->rc.frees, pp__atomic_load_relaxed(&node->rc.frees) + 1);
 }
 
 /* Makes the slot FREE (same generation: stale refs keep failing) and gives
@@ -253,7 +253,7 @@ static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
      * the free-slot stack, whose push orders them as well. */
     pp__atomic_store_release(&e->pw, (uint64_t)gen << PP__GEN_SHIFT);
     if (gen == UINT32_MAX) {
-        pp__counter_add(&node->retired_slots, 1);   /* never reissue a ref */
+        pp__counter_add(&node->rc.retired_slots, 1);   /* never reissue a ref */
         return;
     }
     pp__slot_free(pool, node->index, e);
@@ -274,7 +274,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     if (pool->swap && (pw & PP__F_RESIDENT)) {
         /* After the unreserve, then a wake: a waiter that still sees these
          * bytes dying is woken after they are free (evict.c). */
-        pp__atomic_sub_relaxed(&node->dying_bytes, size);
+        pp__atomic_sub_relaxed(&node->prod.dying_bytes, size);
         if (pp__atomic_load_relaxed(&pool->room_want) != 0)
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
     }
@@ -312,10 +312,10 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     if (!(pw & PP__F_LIVE))
         return;
     PP__CHECK(!(pw & (PP__F_QUEUED | PP__F_BUSY)) && pp__pw_pins(pw) == 0);
-    uint64_t k = pp__atomic_load_relaxed(&node->leaked_owned);
+    uint64_t k = pp__atomic_load_relaxed(&node->rc.leaked_owned);
     if (k < 4)
-        node->leaked_first[k] = pp__ref_make(n, e->slot, pp__word_gen(pw));
-    pp__counter_add(&node->leaked_owned, 1);
+        node->rc.leaked_first[k] = pp__ref_make(n, e->slot, pp__word_gen(pw));
+    pp__counter_add(&node->rc.leaked_owned, 1);
     pp__entry_free_data(pool, node, e, pw);
     pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);
     pp__count_free(node);
@@ -325,24 +325,24 @@ static void *pp__reclaimer_main(void *arg)
 {
     pp__node_t *node = arg;
     pp_pool_t *pool = node->pool;
-    ck_epoch_record_t *rec = &node->rt->rec;
+    ck_epoch_record_t *rec = &node->rc.rt->rec;
     ck_stack_t ready = CK_STACK_INITIALIZER;
     unsigned pending = 0;
     uint32_t backoff_ns = 20000;
 
-    pp__atomic_store_relaxed(&node->tid, (int)gettid());
+    pp__atomic_store_relaxed(&node->rc.tid, (int)gettid());
     /* One CPU of the node: bound to the whole node, the reclaimer was
      * pulled by the kernel onto the CPU of the thread that woke it, and
      * waited there behind that busy thread for a time slice (reclaim lag of
      * 1-2 ms instead of microseconds, pinbench). */
-    pp__atomic_store_relaxed(&node->cpu_bound, pp__bind_thread_to_node(pool, node->index, true));
+    pp__atomic_store_relaxed(&node->rc.cpu_bound, pp__bind_thread_to_node(pool, node->index, true));
     pp__ready_sink = &ready;
     sem_post(&pool->started);
 
     for (;;) {
         /* Snapshot before looking at the queue: a push after this point
          * changes the value, so the wait below cannot miss it. */
-        uint32_t seen = ck_ec32_value(&node->wake);
+        uint32_t seen = ck_ec32_value(&node->prod.wake);
         ck_stack_entry_t *batch = pp__reclaim_collect(pool, node->index);
         if (batch != NULL)
             PP__YIELD(RECLAIM);
@@ -355,7 +355,7 @@ static void *pp__reclaimer_main(void *arg)
         }
         if (pending > 0) {
             ck_epoch_poll(rec);
-            pp__counter_add(&node->grace_polls, 1);
+            pp__counter_add(&node->rc.grace_polls, 1);
             pp__run_ready(pool, node, &ready, &pending);
         }
         if (batch != NULL) {
@@ -364,7 +364,7 @@ static void *pp__reclaimer_main(void *arg)
         }
         /* acquire: pairs with the destroyer's release of stop, after which
          * no other thread calls into the pool. */
-        if (pp__atomic_load_acquire(&node->stop)) {
+        if (pp__atomic_load_acquire(&node->rc.stop)) {
             if (pending > 0) {
                 ck_epoch_reclaim(rec);   /* no readers remain: dispatch all */
                 pp__run_ready(pool, node, &ready, &pending);
@@ -400,13 +400,13 @@ int pp__reclaim_start(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        ck_ec32_init(&node->wake, 0);
-        node->rt = pp__thread_new_reclaimer(pool);
-        if (node->rt == NULL)
+        ck_ec32_init(&node->prod.wake, 0);
+        node->rc.rt = pp__thread_new_reclaimer(pool);
+        if (node->rc.rt == NULL)
             return PP_ENOMEM;
-        if (pthread_create(&node->thread, NULL, pp__reclaimer_main, node) != 0)
+        if (pthread_create(&node->rc.thread, NULL, pp__reclaimer_main, node) != 0)
             return PP_ENOMEM;
-        node->started = true;
+        node->rc.started = true;
     }
     for (unsigned n = 0; n < pool->nnodes; n++) {
         while (sem_wait(&pool->started) != 0 && errno == EINTR)
@@ -419,18 +419,18 @@ void pp__reclaim_stop(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        if (node == NULL || !node->started)
+        if (node == NULL || !node->rc.started)
             continue;
         /* release: everything the pool's users did happens before the
          * reclaimer's final drain and sweep. */
-        pp__atomic_store_release(&node->stop, 1);
-        ck_ec32_inc(&node->wake, &pp__ec_mode);
+        pp__atomic_store_release(&node->rc.stop, 1);
+        ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
     }
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        if (node == NULL || !node->started)
+        if (node == NULL || !node->rc.started)
             continue;
-        pthread_join(node->thread, NULL);
-        node->started = false;
+        pthread_join(node->rc.thread, NULL);
+        node->rc.started = false;
     }
 }

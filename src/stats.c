@@ -153,45 +153,45 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         uint64_t hist[PP__LAG_BUCKETS];
         /* acquire: pairs with the reclaimer's release; a caller that sees a
          * free counted also sees what the free function did. */
-        s->frees = pp__atomic_load_acquire(&node->frees);
-        s->grace_polls = pp__atomic_load_relaxed(&node->grace_polls);
-        int64_t dio = pp__atomic_load_relaxed(&node->dead_in_io);
+        s->frees = pp__atomic_load_acquire(&node->rc.frees);
+        s->grace_polls = pp__atomic_load_relaxed(&node->rc.grace_polls);
+        int64_t dio = pp__atomic_load_relaxed(&node->prod.dead_in_io);
         s->dead_in_io = dio > 0 ? (uint64_t)dio : 0;
-        s->lag_count = pp__atomic_load_relaxed(&node->lag_count);
-        s->lag_total_ns = pp__atomic_load_relaxed(&node->lag_total_ns);
-        s->lag_max_ns = pp__atomic_load_relaxed(&node->lag_max_ns);
+        s->lag_count = pp__atomic_load_relaxed(&node->rc.lag_count);
+        s->lag_total_ns = pp__atomic_load_relaxed(&node->rc.lag_total_ns);
+        s->lag_max_ns = pp__atomic_load_relaxed(&node->rc.lag_max_ns);
         for (unsigned b = 0; b < PP__LAG_BUCKETS; b++) {
-            hist[b] = pp__atomic_load_relaxed(&node->lag_hist[b]);
+            hist[b] = pp__atomic_load_relaxed(&node->rc.lag_hist[b]);
             total_hist[b] += hist[b];
         }
         s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
         s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
-        s->resident_bytes = pp__atomic_load_relaxed(&node->resident_bytes);
+        s->resident_bytes = pp__atomic_load_relaxed(&node->put.resident_bytes);
         /* An entry that dies right after its eviction commits may be
          * subtracted by its reclaimer an instant before the swap thread
          * adds it: never show that transient as a huge number. */
-        int64_t swapped = (int64_t)pp__atomic_load_relaxed(&node->swapped_bytes);
+        int64_t swapped = (int64_t)pp__atomic_load_relaxed(&node->sw.swapped_bytes);
         s->swapped_bytes = swapped > 0 ? (uint64_t)swapped : 0;
-        s->evictions_written = pp__atomic_load_relaxed(&node->ev_written);
-        s->evictions_clean = pp__atomic_load_relaxed(&node->ev_clean);
-        s->evictions_abandoned = pp__atomic_load_relaxed(&node->ev_abandoned);
-        s->loads = pp__atomic_load_relaxed(&node->loads);
-        s->load_waits = pp__atomic_load_relaxed(&node->load_waits);
-        s->swap_bytes_written = pp__atomic_load_relaxed(&node->sw_written);
-        s->swap_raw_written = pp__atomic_load_relaxed(&node->sw_raw);
-        s->swap_bytes_read = pp__atomic_load_relaxed(&node->sw_read);
-        s->swap_used_bytes = pp__atomic_load_relaxed(&node->sw_used);
-        s->checksum_failures = pp__atomic_load_relaxed(&node->csum_fail);
-        s->io_errors = pp__atomic_load_relaxed(&node->io_errors);
-        uint32_t slots = pp__atomic_load_relaxed(&node->next_slot);
+        s->evictions_written = pp__atomic_load_relaxed(&node->sw.ev_written);
+        s->evictions_clean = pp__atomic_load_relaxed(&node->sw.ev_clean);
+        s->evictions_abandoned = pp__atomic_load_relaxed(&node->sw.ev_abandoned);
+        s->loads = pp__atomic_load_relaxed(&node->sw.loads);
+        s->load_waits = pp__atomic_load_relaxed(&node->sw.load_waits);
+        s->swap_bytes_written = pp__atomic_load_relaxed(&node->sw.sw_written);
+        s->swap_raw_written = pp__atomic_load_relaxed(&node->sw.sw_raw);
+        s->swap_bytes_read = pp__atomic_load_relaxed(&node->sw.sw_read);
+        s->swap_used_bytes = pp__atomic_load_relaxed(&node->sw.sw_used);
+        s->checksum_failures = pp__atomic_load_relaxed(&node->sw.csum_fail);
+        s->io_errors = pp__atomic_load_relaxed(&node->sw.io_errors);
+        uint32_t slots = pp__atomic_load_relaxed(&node->put.next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
-        s->retired_slots = pp__atomic_load_relaxed(&node->retired_slots);
+        s->retired_slots = pp__atomic_load_relaxed(&node->rc.retired_slots);
         s->hot_entries = pp__hot_in_use(pool, n);
-        s->hot_promotions = pp__atomic_load_relaxed(&node->hot_promotions);
-        s->hot_demotions = pp__atomic_load_relaxed(&node->hot_demotions);
-        s->hot_full = pp__atomic_load_relaxed(&node->hot_full);
-        s->reclaimer_tid = pp__atomic_load_relaxed(&node->tid);
-        s->cpu_bound = pp__atomic_load_relaxed(&node->cpu_bound);
+        s->hot_promotions = pp__atomic_load_relaxed(&node->hot.promotions);
+        s->hot_demotions = pp__atomic_load_relaxed(&node->hot.demotions);
+        s->hot_full = pp__atomic_load_relaxed(&node->hot.full);
+        s->reclaimer_tid = pp__atomic_load_relaxed(&node->rc.tid);
+        s->cpu_bound = pp__atomic_load_relaxed(&node->rc.cpu_bound);
         s->mem_bound = pp__atomic_load_relaxed(&node->mem_bound);
     }
 

@@ -54,7 +54,7 @@ static pp__swaprec_t *pp__rec(pp__node_t *node, uint32_t slot, bool create)
 {
     uint32_t s = slot >> PP__SEG_SHIFT;
     /* acquire: pairs with the release-install below (zeroed segment). */
-    pp__swaprec_t *seg = pp__atomic_load_acquire(&node->sdir[s]);
+    pp__swaprec_t *seg = pp__atomic_load_acquire(&node->sw.sdir[s]);
     if (seg == NULL) {
         if (!create)
             return NULL;
@@ -63,7 +63,7 @@ static pp__swaprec_t *pp__rec(pp__node_t *node, uint32_t slot, bool create)
             return NULL;
         /* release: the zeroed segment before its pointer (only the swap
          * thread installs, so no CAS is needed). */
-        pp__atomic_store_release(&node->sdir[s], seg);
+        pp__atomic_store_release(&node->sw.sdir[s], seg);
     }
     return &seg[slot & (PP__SEG_SLOTS - 1)];
 }
@@ -104,24 +104,24 @@ static int pp__space_alloc(pp_pool_t *pool, pp__node_t *node, uint64_t cap, uint
         /* relaxed: a counter checked against a limit; it orders nothing. */
     } while (!pp__atomic_cas_weak_relaxed(&pool->swap_used, &used, used + cap));
 
-    pthread_mutex_lock(&node->space_lock);
-    size_t best = node->next;
-    for (size_t i = 0; i < node->next; i++) {
-        if (node->ext[i].len >= cap && (best == node->next || node->ext[i].len < node->ext[best].len))
+    pthread_mutex_lock(&node->sw.space_lock);
+    size_t best = node->sw.next;
+    for (size_t i = 0; i < node->sw.next; i++) {
+        if (node->sw.ext[i].len >= cap && (best == node->sw.next || node->sw.ext[i].len < node->sw.ext[best].len))
             best = i;
     }
-    if (best < node->next) {
-        *off = node->ext[best].off;
-        node->ext[best].off += cap;
-        node->ext[best].len -= cap;
-        if (node->ext[best].len == 0)
-            node->ext[best] = node->ext[--node->next];
+    if (best < node->sw.next) {
+        *off = node->sw.ext[best].off;
+        node->sw.ext[best].off += cap;
+        node->sw.ext[best].len -= cap;
+        if (node->sw.ext[best].len == 0)
+            node->sw.ext[best] = node->sw.ext[--node->sw.next];
     } else {
-        *off = node->end;
-        node->end += cap;
+        *off = node->sw.end;
+        node->sw.end += cap;
     }
-    pthread_mutex_unlock(&node->space_lock);
-    pp__atomic_add_relaxed(&node->sw_used, cap);
+    pthread_mutex_unlock(&node->sw.space_lock);
+    pp__atomic_add_relaxed(&node->sw.sw_used, cap);
     return 0;
 }
 
@@ -131,38 +131,38 @@ static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint
     if (cap == 0)
         return;
     pp__atomic_sub_relaxed(&pool->swap_used, cap);
-    pp__atomic_sub_relaxed(&node->sw_used, cap);
+    pp__atomic_sub_relaxed(&node->sw.sw_used, cap);
     (void)pool->dev->drop(pool->dev, node->index, off, cap);   /* space, never data */
-    pthread_mutex_lock(&node->space_lock);
+    pthread_mutex_lock(&node->sw.space_lock);
     /* Merge with the neighbours, then with the end of the stream. */
-    for (size_t i = 0; i < node->next;) {
-        pp__extent_t *x = &node->ext[i];
+    for (size_t i = 0; i < node->sw.next;) {
+        pp__extent_t *x = &node->sw.ext[i];
         if (x->off + x->len == off || off + cap == x->off) {
             if (x->off < off)
                 off = x->off;
             cap += x->len;
-            *x = node->ext[--node->next];
+            *x = node->sw.ext[--node->sw.next];
             continue;
         }
         i++;
     }
-    if (off + cap == node->end) {
-        node->end = off;
+    if (off + cap == node->sw.end) {
+        node->sw.end = off;
     } else {
-        if (node->next == node->ncap) {
-            size_t ncap = node->ncap ? node->ncap * 2 : 64;
-            pp__extent_t *grown = pp__realloc(node->ext, ncap * sizeof *grown);
+        if (node->sw.next == node->sw.ncap) {
+            size_t ncap = node->sw.ncap ? node->sw.ncap * 2 : 64;
+            pp__extent_t *grown = pp__realloc(node->sw.ext, ncap * sizeof *grown);
             if (grown != NULL) {
-                node->ext = grown;
-                node->ncap = ncap;
+                node->sw.ext = grown;
+                node->sw.ncap = ncap;
             }
         }
         /* Without room to remember it, the extent is never reused: its
          * bytes were dropped, so that costs stream offsets, not disk. */
-        if (node->next < node->ncap)
-            node->ext[node->next++] = (pp__extent_t){off, cap};
+        if (node->sw.next < node->sw.ncap)
+            node->sw.ext[node->sw.next++] = (pp__extent_t){off, cap};
     }
-    pthread_mutex_unlock(&node->space_lock);
+    pthread_mutex_unlock(&node->sw.space_lock);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -174,10 +174,10 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
     pool->dev = dev;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        node->sdir = pp__calloc(PP__SEG_MAX, sizeof *node->sdir);
-        if (node->sdir == NULL || pthread_mutex_init(&node->space_lock, NULL) != 0) {
-            pp__free((void *)node->sdir);
-            node->sdir = NULL;
+        node->sw.sdir = pp__calloc(PP__SEG_MAX, sizeof *node->sw.sdir);
+        if (node->sw.sdir == NULL || pthread_mutex_init(&node->sw.space_lock, NULL) != 0) {
+            pp__free((void *)node->sw.sdir);
+            node->sw.sdir = NULL;
             return PP_ENOMEM;
         }
     }
@@ -194,15 +194,15 @@ void pp__swap_close(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        if (node == NULL || node->sdir == NULL)
+        if (node == NULL || node->sw.sdir == NULL)
             continue;
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
-            pp__free(pp__atomic_load_relaxed(&node->sdir[s]));
-        pp__free((void *)node->sdir);
-        node->sdir = NULL;
-        pp__free(node->ext);
-        node->ext = NULL;
-        pthread_mutex_destroy(&node->space_lock);
+            pp__free(pp__atomic_load_relaxed(&node->sw.sdir[s]));
+        pp__free((void *)node->sw.sdir);
+        node->sw.sdir = NULL;
+        pp__free(node->sw.ext);
+        node->sw.ext = NULL;
+        pthread_mutex_destroy(&node->sw.space_lock);
     }
     if (pool->dev != NULL)
         pool->dev->close(pool->dev);
@@ -310,7 +310,7 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
         ssize_t r = pool->dev->write(pool->dev, node->index, out + done, chunk_end - done,
                                      off + done);
         if (r <= 0) {
-            uint64_t k = pp__atomic_add_relaxed(&node->io_errors, 1) + 1;
+            uint64_t k = pp__atomic_add_relaxed(&node->sw.io_errors, 1) + 1;
             if ((k & (k - 1)) == 0)      /* 1st, 2nd, 4th, ...: no flood */
                 pp__report(pool, "pinpool: swap: write of %zu bytes at %llu on node %u "
                            "failed: %s (I/O error %llu on this node; entry kept resident)",
@@ -327,8 +327,8 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
         rec->len = outlen;
         rec->raw = len;
         rec->sum = XXH3_64bits_digest(xs);
-        pp__atomic_add_relaxed(&node->sw_written, outlen);
-        pp__atomic_add_relaxed(&node->sw_raw, len);
+        pp__atomic_add_relaxed(&node->sw.sw_written, outlen);
+        pp__atomic_add_relaxed(&node->sw.sw_raw, len);
     } else {
         pp__space_free(pool, node, off, cap);
     }
@@ -405,7 +405,7 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
             ssize_t r = pool->dev->read(pool->dev, node->index, dst + done + got, want - got,
                                         off + done + got);
             if (r <= 0) {
-                uint64_t k = pp__atomic_add_relaxed(&node->io_errors, 1) + 1;
+                uint64_t k = pp__atomic_add_relaxed(&node->sw.io_errors, 1) + 1;
                 if ((k & (k - 1)) == 0)
                     pp__report(pool, "pinpool: swap: read of %zu bytes at %llu on node %u "
                                "failed: %s (I/O error %llu on this node; copy kept)",
@@ -421,7 +421,7 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
         done += want;
     }
     *sum = XXH3_64bits_digest(xs);
-    pp__atomic_add_relaxed(&node->sw_read, len);
+    pp__atomic_add_relaxed(&node->sw.sw_read, len);
 out:
     XXH3_freeState(xs);
     return rc;
@@ -429,7 +429,7 @@ out:
 
 static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const char *why)
 {
-    pp__atomic_add_relaxed(&node->csum_fail, 1);
+    pp__atomic_add_relaxed(&node->sw.csum_fail, 1);
     pp__report(pool, "pinpool: swap: the copy of node %u slot %u %s; not loaded",
                node->index, e->slot, why);
     return PP_ECORRUPT;

@@ -37,7 +37,7 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
     pool->dir[node->index] = node->dir;
     pp__atomic_store_relaxed(&node->mem_bound, bound);
     ck_stack_init(&node->free_slots);
-    pp__atomic_store_relaxed(&node->next_slot, 0);
+    pp__atomic_store_relaxed(&node->put.next_slot, 0);
     return 0;
 }
 
@@ -81,11 +81,11 @@ static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t 
 /* Takes PP__SLOT_CHUNK fresh slots into the magazine. */
 static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *mag)
 {
-    uint32_t start = pp__atomic_load_relaxed(&node->next_slot);
+    uint32_t start = pp__atomic_load_relaxed(&node->put.next_slot);
     do {
         if (start > PP__MAX_SLOTS - PP__SLOT_CHUNK)
             return false;   /* table full */
-    } while (!pp__atomic_cas_weak_relaxed(&node->next_slot, &start, start + PP__SLOT_CHUNK));
+    } while (!pp__atomic_cas_weak_relaxed(&node->put.next_slot, &start, start + PP__SLOT_CHUNK));
 
     pp__entry_t *seg = pp__segment_get(pool, node, start >> PP__SEG_SHIFT);
     if (seg == NULL)
@@ -116,7 +116,7 @@ pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
     pp__entry_t *e = pp__entry_of_link(s);
     /* A slot handed out is free, in its node's range, in an existing segment. */
     PP__ASSERT(!(pp__atomic_load_relaxed(&e->pw) & PP__F_LIVE));
-    PP__ASSERT(e->slot < pp__atomic_load_relaxed(&node->next_slot));
+    PP__ASSERT(e->slot < pp__atomic_load_relaxed(&node->put.next_slot));
     PP__ASSERT(pp__lookup(pool, pp__ref_make(n, e->slot, 1)) == e);
     return e;
 }
@@ -146,7 +146,7 @@ void pp__table_foreach(pp_pool_t *pool, unsigned n,
     pp__node_t *node = pool->nodes[n];
     /* Single-threaded use (destroy, validation); acquire anyway so a caller
      * that synchronised with the putters sees every bumped chunk. */
-    uint32_t end = pp__atomic_load_acquire(&node->next_slot);
+    uint32_t end = pp__atomic_load_acquire(&node->put.next_slot);
     if (end > PP__MAX_SLOTS)
         end = PP__MAX_SLOTS;
     for (uint32_t s = 0; s < end; s += PP__SEG_SLOTS) {

@@ -139,8 +139,10 @@ typedef struct pp__extent {
 #define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */
 #define PP__HOT_MAX_SHARDS 256u
 
+/* One node domain.  Each sub-struct holds what one side writes and starts
+ * PP__PAD bytes after the one before it (the padding rule, above). */
 typedef struct pp__node {
-    /* Read-mostly. */
+    /* Read-mostly: set at create, read by everyone. */
     pp_pool_t *pool;
     unsigned index;
     hwloc_cpuset_t cpuset;               /* the node's CPUs */
@@ -148,69 +150,83 @@ typedef struct pp__node {
     pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
     _Atomic int mem_bound;               /* dir, node and segments bound to the node */
 
-    /* Producers (final unpins and releases, any thread); their queues are
-     * their threads' own (pp__thread_t.rq). */
-    _Atomic int sleeping __attribute__((aligned(PP__CACHELINE)));
-                                         /* the reclaimer is about to wait or
+    /* Producers -- final unpins and releases on any thread, and the ends
+     * of I/O -- and the reclaimer that consumes what they queue (their
+     * queues are their threads' own: pp__thread_t.rq). */
+    struct {
+        _Atomic int sleeping;            /* the reclaimer is about to wait or
                                             waits: a push must bump `wake` */
-    _Atomic uint64_t dying_bytes;        /* swap: resident bytes queued, not yet freed */
-    _Atomic int64_t dead_in_io;          /* dead, unpinned, queued when their I/O ends
+        _Atomic uint64_t dying_bytes;    /* swap: resident bytes queued, not yet freed */
+        _Atomic int64_t dead_in_io;      /* dead, unpinned, queued when their I/O ends
                                             (pp__dead_in_io_note, pp__io_end) */
-    _Atomic uint32_t evict_tail;         /* evictions between their commit and the
-                                            end of their free and accounting */
-    struct ck_ec32 wake __attribute__((aligned(PP__CACHELINE)));
+        struct ck_ec32 wake;             /* wakes the reclaimer */
+    } __attribute__((aligned(PP__PAD))) prod;
 
-    /* Putters. */
-    _Atomic uint32_t next_slot __attribute__((aligned(PP__CACHELINE)));
-    _Atomic uint64_t resident_bytes;     /* put minus freed */
+    /* Putters (and whoever frees: the counts go down there). */
+    struct {
+        _Atomic uint32_t next_slot;      /* the bump index of never-used slots */
+        _Atomic uint64_t resident_bytes; /* put minus freed */
+    } __attribute__((aligned(PP__PAD))) put;
 
-    /* Reclaimer -> putters. */
-    ck_stack_t free_slots __attribute__((aligned(PP__CACHELINE)));
+    /* Free slots: pushed by the reclaimer, popped by putters. */
+    ck_stack_t free_slots __attribute__((aligned(PP__PAD)));
 
-    /* Reclaimer only writes these (stats read them). */
-    _Atomic uint64_t frees __attribute__((aligned(PP__CACHELINE)));
-    _Atomic uint64_t grace_polls;
-    _Atomic uint64_t retired_slots;
-    _Atomic uint64_t lag_count, lag_total_ns, lag_max_ns;
-    _Atomic uint64_t lag_hist[PP__LAG_BUCKETS];
-    _Atomic uint64_t leaked_owned;       /* entries freed by destroy's sweep */
-    pp_ref_t leaked_first[4];            /* a few of them, for the report */
-    _Atomic int tid;
-    _Atomic int cpu_bound;
-    _Atomic int stop;
-    pp__thread_t *rt;                    /* the reclaimer's epoch record */
-    pthread_t thread;
-    bool started;
+    /* The reclaimer only writes these (stats read them). */
+    struct {
+        _Atomic uint64_t frees;
+        _Atomic uint64_t grace_polls;
+        _Atomic uint64_t retired_slots;
+        _Atomic uint64_t lag_count, lag_total_ns, lag_max_ns;
+        _Atomic uint64_t lag_hist[PP__LAG_BUCKETS];
+        _Atomic uint64_t leaked_owned;   /* entries freed by destroy's sweep */
+        pp_ref_t leaked_first[4];        /* a few of them, for the report */
+        _Atomic int tid;
+        _Atomic int cpu_bound;
+        _Atomic int stop;
+        pp__thread_t *rt;                /* the reclaimer's epoch record */
+        pthread_t thread;
+        bool started;
+    } __attribute__((aligned(PP__PAD))) rc;
 
-    /* Hot slots (hot.c): PP__HOT_SLOTS x (1 + pool->hot_shards) lines. */
-    pp__hot_line_t *hot;
-    size_t hot_bytes;
-    _Atomic uint64_t hot_used __attribute__((aligned(PP__CACHELINE)));
-                                         /* bit i: slot i taken (or retired) */
-    _Atomic uint64_t hot_promotions, hot_demotions, hot_full;
+    /* Hot slots (hot.c): PP__HOT_SLOTS x (1 + pool->hot_shards) lines;
+     * used is written by promoters and demoters. */
+    struct {
+        pp__hot_line_t *lines;
+        size_t bytes;
+        _Atomic uint64_t used;           /* bit i: slot i taken (or retired) */
+        _Atomic uint64_t promotions, demotions, full;
+    } __attribute__((aligned(PP__PAD))) hot;
 
-    /* Swap (evict.c, swap.c); untouched without swap. */
-    ck_stack_t load_q __attribute__((aligned(PP__CACHELINE)));  /* async loads */
-    struct ck_ec32 io_wake;              /* wakes the swap thread */
-    struct ck_ec32 io_done __attribute__((aligned(PP__CACHELINE)));
+    /* Swap (evict.c, load.c, swap.c); untouched without swap.  The load
+     * queue and io_done are written by pinning threads, the rest mostly by
+     * the node's swap thread. */
+    struct {
+        ck_stack_t load_q __attribute__((aligned(PP__PAD)));  /* queued loads */
+        struct ck_ec32 io_wake;          /* wakes the swap thread */
+        struct ck_ec32 io_done __attribute__((aligned(PP__PAD)));
                                          /* bumped when an entry's I/O ends */
-    pp__swaprec_t *_Atomic *sdir;        /* [PP__SEG_MAX] records, by slot */
-    pthread_mutex_t space_lock;          /* the stream's free extents */
-    pp__extent_t *ext;                   /* free extents, unordered */
-    size_t next, ncap;
-    uint64_t end;                        /* first byte never handed out */
-    _Atomic uint64_t swapped_bytes;      /* entry bytes only on disk */
-    _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
-    _Atomic uint64_t loads, load_waits, sw_written, sw_raw, sw_read, sw_used;
-    _Atomic uint64_t csum_fail, io_errors;
-    _Atomic uint64_t pass_seq;           /* last room request a pass served */
-    _Atomic int pass_stuck;              /* that pass could free nothing */
-    uint32_t hand, hand_end;             /* CLOCK hand, end of its turn (swap thread) */
-    uint64_t synced;                     /* sw_written at the last sync (swap thread) */
-    _Atomic int io_stop;
-    pp__thread_t *st;                    /* the swap thread's record (counters) */
-    pthread_t io_thread;
-    bool io_started;
+        _Atomic uint64_t loads, load_waits; /* counted by loaders */
+        _Atomic uint32_t evict_tail __attribute__((aligned(PP__PAD)));
+                                         /* evictions between their commit and the
+                                            end of their free and accounting */
+        pp__swaprec_t *_Atomic *sdir;    /* [PP__SEG_MAX] records, by slot */
+        pthread_mutex_t space_lock;      /* the stream's free extents */
+        pp__extent_t *ext;               /* free extents, unordered */
+        size_t next, ncap;
+        uint64_t end;                    /* first byte never handed out */
+        _Atomic uint64_t swapped_bytes;  /* entry bytes only on disk */
+        _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
+        _Atomic uint64_t sw_written, sw_raw, sw_read, sw_used;
+        _Atomic uint64_t csum_fail, io_errors;
+        _Atomic uint64_t pass_seq;       /* last room request a pass served */
+        _Atomic int pass_stuck;          /* that pass could free nothing */
+        uint32_t hand, hand_end;         /* CLOCK hand, end of its turn (swap thread) */
+        uint64_t synced;                 /* sw_written at the last sync (swap thread) */
+        _Atomic int io_stop;
+        pp__thread_t *st;                /* the swap thread's record (counters) */
+        pthread_t io_thread;
+        bool io_started;
+    } __attribute__((aligned(PP__PAD))) sw;
 } pp__node_t;
 
 /* ------------------------------------------------------------------------ */

@@ -501,12 +501,12 @@ Test(pool, checker_finds_hot_slots_out_of_step, .timeout = 30)
     cr_assert(pp__pool_is_valid(pool));
     pp__node_t *node = pool->nodes[pp_ref_node(r)];
     unsigned i = pp__hot_index(atomic_load(&pp__lookup(pool, r)->pw));
-    uint64_t used = atomic_load(&node->hot_used);
+    uint64_t used = atomic_load(&node->hot.used);
     unsigned other = (unsigned)__builtin_ctzll(~used);
-    atomic_store(&node->hot_used, used | ((uint64_t)1 << other));
+    atomic_store(&node->hot.used, used | ((uint64_t)1 << other));
     cr_assert_not(pp__pool_is_valid(pool));
-    atomic_store(&node->hot_used, used);
-    _Atomic uint32_t *dm = &node->hot[(size_t)i * (pool->hot_shards + 1u)].demoters;
+    atomic_store(&node->hot.used, used);
+    _Atomic uint32_t *dm = &node->hot.lines[(size_t)i * (pool->hot_shards + 1u)].demoters;
     atomic_store(dm, 1);
     cr_assert_not(pp__pool_is_valid(pool));
     atomic_store(dm, 0);

@@ -5,7 +5,8 @@
  * `grep -n 'acquire\|release\|acq_rel\|seq_cst' src/` finds every
  * synchronising access.  The comment at each acquire/release use says what
  * it orders.  Concurrency Kit's own structures (ck_stack, ck_ec, ck_epoch)
- * are used through ck's API, not through these.
+ * and its fences (ck_pr_fence_*) are used through ck's API, not through
+ * these; no other file of src/ calls <stdatomic.h> itself.
  */
 #ifndef PP_ATOMICS_H
 #define PP_ATOMICS_H
@@ -30,6 +31,9 @@
 #define pp__atomic_sub_release(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_release)
 #define pp__atomic_or_relaxed(p, v)  atomic_fetch_or_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_and_release(p, v) atomic_fetch_and_explicit((p), (v), memory_order_release)
+#define pp__atomic_exchange_relaxed(p, v) atomic_exchange_explicit((p), (v), memory_order_relaxed)
+/* A fence that orders everything before it against everything after it. */
+#define pp__atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
 
 /* Compare-and-swap; on failure *expected is reloaded (relaxed/acquire). */
 #define pp__atomic_cas_weak_relaxed(p, expected, desired)                     \

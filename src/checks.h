@@ -18,15 +18,25 @@
 #endif
 
 /* Debug checks are compiled in every build and removed as dead code when
- * off (jemalloc's config_debug).  Tiers: PP__CHECK is always on (cheap,
- * guards internal invariants whose violation would corrupt memory);
- * PP__ASSERT only in debug builds; pp__pool_is_valid() walks everything. */
+ * off (jemalloc's config_debug), so they never rot.  Three tiers, each
+ * aborting with file and line (pp__die) -- a caller's misuse is an error
+ * code, never one of these:
+ *   PP__CHECK(c)    always on: cheap, guards an internal invariant whose
+ *                   violation would corrupt memory;
+ *   PP__ASSERT(c)   debug builds: the pre- and postconditions the internal
+ *                   API states (internal.h), and cheap invariants on the
+ *                   way;
+ *   PP__EXPENSIVE(c) debug builds: whole-structure walks
+ *                   (pp__pool_is_valid, pp__pool_words_valid), at drain and
+ *                   destroy. */
 static const bool pp__config_debug = PINPOOL_DEBUG != 0;
 
 _Noreturn void pp__die(const char *file, int line, const char *what);
 #define PP__CHECK(cond)                                                        \
     do { if (__builtin_expect(!(cond), 0)) pp__die(__FILE__, __LINE__, #cond); } while (0)
 #define PP__ASSERT(cond)                                                       \
+    do { if (pp__config_debug && !(cond)) pp__die(__FILE__, __LINE__, #cond); } while (0)
+#define PP__EXPENSIVE(cond)                                                    \
     do { if (pp__config_debug && !(cond)) pp__die(__FILE__, __LINE__, #cond); } while (0)
 
 #define PP__LIKELY(x)   __builtin_expect(!!(x), 1)

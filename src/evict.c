@@ -40,6 +40,10 @@
 
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next, pp__thread_t *t)
 {
+    /* Pre (internal.h): next, the word the ender installed, has no I/O in
+     * flight; QUEUED only on a dead, unpinned entry. */
+    PP__ASSERT(!(next & PP__F_BUSY));
+    PP__ASSERT(!(next & PP__F_QUEUED) || ((next & PP__F_DEAD) && pp__pw_pins(next) == 0));
     if (next & PP__F_QUEUED) {
         /* Only an entry that died during the I/O is queued here, and its
          * final release or unpin counted it in dead_in_io. */
@@ -53,6 +57,11 @@ void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next, pp__
 
 void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e)
 {
+    /* Pre (internal.h): the caller holds a pin, counted on the word (a
+     * write pin is never counted hot), or escaped the entry (pp_get). */
+    uint64_t held = pp__atomic_load_relaxed(&e->pw);
+    PP__ASSERT((held & PP__F_ESCAPED) || (!(held & PP__F_HOT) && pp__pw_pins(held) > 0));
+    (void)held;
     pp__node_t *node = pool->nodes[n];
     for (;;) {
         uint32_t seen = ck_ec32_value(&node->sw.io_done);

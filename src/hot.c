@@ -365,10 +365,9 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
             return;
         }
         i = (unsigned)__builtin_ctzll(~used);
-    } while (!atomic_compare_exchange_weak_explicit(&node->hot.used, &used,
-                                                    used | ((uint64_t)1 << i),
-                                                    memory_order_acquire,
-                                                    memory_order_acquire));
+        /* acquire (on success; a failed CAS goes round to one that
+         * succeeds): as the load above. */
+    } while (!pp__atomic_cas_weak_acquire(&node->hot.used, &used, used | ((uint64_t)1 << i)));
     pp__hot_line_t *lines = pp__hot_slot(pool, node, i);
     uint32_t tag = pp__hot_tag(pp__atomic_load_relaxed(&lines[0].w));
     if (tag == UINT32_MAX)

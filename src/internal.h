@@ -213,7 +213,8 @@ void pp__evict_stop(pp_pool_t *pool);
 /* One pass of node's hand; returns the bytes freed (see evict.c). */
 uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck);
 /* Waits until no eviction holds e (a write pin's data must not be read by
- * the swap thread while the caller writes).  The caller holds a pin. */
+ * the swap thread while the caller writes).  Pre: the caller holds a pin,
+ * or escaped the entry (pp_get). */
 void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 /* A final release or unpin that finds an I/O in flight (BUSY) leaves the
  * entry to whoever ends the I/O (pp__io_end).  It counts the entry in its
@@ -313,5 +314,8 @@ int pp__pool_create_dev(const pp_options_t *opt, struct pp__swapdev *dev, pp_poo
 /* Every entry and every node's hot slots obey the invariants drawn in
  * entry.h and hot.c.  Only while no call runs (tests, destroy). */
 bool pp__pool_is_valid(pp_pool_t *pool);
+/* Every entry's state word obeys the invariants that hold at every instant
+ * (each transition is one CAS): safe while other calls run (drain). */
+bool pp__pool_words_valid(pp_pool_t *pool);
 
 #endif /* PP_INTERNAL_H */

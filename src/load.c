@@ -19,6 +19,11 @@ enum pp__load_mode { PP__LOAD_PIN, PP__LOAD_ONLY };
 static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
                         unsigned flags, pp__node_t *evictor, pp__thread_t *t, void **data)
 {
+    /* Pre (internal.h): the caller claimed LOADING on a swapped entry of
+     * node n. */
+    PP__ASSERT((pp__atomic_load_relaxed(&e->pw) &
+                (PP__F_LIVE | PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
+               (PP__F_LIVE | PP__F_LOADING | PP__F_SWAPPED));
     pp__node_t *node = pool->nodes[n];
     size_t size = e->size;
     int rc = pp__mem_reserve(pool, size, evictor == NULL);

@@ -211,6 +211,8 @@ int pp_pool_destroy(pp_pool_t *pool)
      * it), then each reclaimer drains its queue and frees what is still
      * owned, dropping swap copies. */
     pp__evict_stop(pool);
+    /* No call runs and no swap thread: everything must hold. */
+    PP__EXPENSIVE(pp__pool_is_valid(pool));
     pp__reclaim_stop(pool);
     uint64_t leaked = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
@@ -267,6 +269,8 @@ int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
             return PP_EBUSY;
         nanosleep(&nap, NULL);
     }
+    /* Other calls may run: the invariants of each word alone. */
+    PP__EXPENSIVE(pp__pool_words_valid(pool));
     return 0;
 }
 
@@ -274,11 +278,13 @@ int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
 
 struct pp__valid_scan {
     bool ok;
+    bool quiescent;                          /* no call runs: check across words too */
     uint32_t hot_holders[PP__HOT_SLOTS];     /* HOT entries of the node per slot */
 };
 
 static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
+    (void)pool, (void)n;
     struct pp__valid_scan *v = arg;
     /* acquire: pairs with the last writer's release of each word, so a
      * validation run after the pool's users stopped sees their final state. */
@@ -286,15 +292,12 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     uint64_t ow = pp__atomic_load_acquire(&e->ow);
     bool live = pw & PP__F_LIVE, dead = pw & PP__F_DEAD, queued = pw & PP__F_QUEUED;
     if (pw & PP__F_HOT) {
-        if (pp__hot_index(pw) < PP__HOT_SLOTS)
-            v->hot_holders[pp__hot_index(pw)]++;
-        /* HOT: alive, resident, no I/O, a hot slot that is taken. */
+        /* HOT: alive, resident, no I/O, no write pin. */
         if (!live || dead || queued || !(pw & PP__F_RESIDENT) || (pw & PP__F_BUSY) ||
-            (pw & PP__F_WPIN) ||
-            pp__hot_index(pw) >= PP__HOT_SLOTS ||
-            !(pp__atomic_load_relaxed(&pool->nodes[n]->hot.used) &
-              ((uint64_t)1 << pp__hot_index(pw))))
+            (pw & PP__F_WPIN) || pp__hot_index(pw) >= PP__HOT_SLOTS)
             v->ok = false;
+        else if (v->quiescent)
+            v->hot_holders[pp__hot_index(pw)]++;   /* checked against the taken slots */
         return;
     }
     if (!live && (pw & ~((uint64_t)UINT32_MAX << PP__GEN_SHIFT)) != 0)
@@ -305,8 +308,10 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
         v->ok = false;                      /* dead and free to go, yet never queued: a leak */
     if ((pw & PP__F_WPIN) && pp__pw_pins(pw) == 0)
         v->ok = false;                      /* WPIN goes with the last pin */
-    if (live && pp__word_gen(pw) == pp__word_gen(ow) && dead != (pp__ow_owners(ow) == 0))
-        v->ok = false;                      /* dead exactly when owners reached 0 */
+    if (v->quiescent && live && pp__word_gen(pw) == pp__word_gen(ow) &&
+        dead != (pp__ow_owners(ow) == 0))
+        v->ok = false;                      /* dead exactly when owners reached 0 (a
+                                               release drops the owner, then kills) */
     if (live && pp__word_gen(pw) == 0)
         v->ok = false;
     bool resident = pw & PP__F_RESIDENT;
@@ -326,7 +331,7 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
 
 bool pp__pool_is_valid(pp_pool_t *pool)
 {
-    struct pp__valid_scan v = {true, {0}};
+    struct pp__valid_scan v = {true, true, {0}};
     for (unsigned n = 0; n < pool->nnodes; n++) {
         memset(v.hot_holders, 0, sizeof v.hot_holders);
         pp__table_foreach(pool, n, pp__check_entry, &v);
@@ -336,5 +341,13 @@ bool pp__pool_is_valid(pp_pool_t *pool)
         if (!pp__hot_slots_valid(pool, n, v.hot_holders))
             v.ok = false;
     }
+    return v.ok;
+}
+
+bool pp__pool_words_valid(pp_pool_t *pool)
+{
+    struct pp__valid_scan v = {true, false, {0}};
+    for (unsigned n = 0; n < pool->nnodes; n++)
+        pp__table_foreach(pool, n, pp__check_entry, &v);
     return v.ok;
 }

@@ -1,21 +1,23 @@
 /*
- * reclaim.c -- per-node reclaim queues and reclaimer threads.
+ * reclaim.c -- reclaim queues and each node's reclaimer thread.
  *
  * A final unpin (or the last release of an unpinned entry) pushes the entry
- * onto its home node's queue -- a ck_stack, multi-producer, lock-free -- and
- * bumps the node's event count (ck_ec).  The event count makes a system
- * call only when the reclaimer has declared itself asleep, so a burst of
- * final unpins costs one futex wake at most, and none while the reclaimer
- * is busy.
+ * onto the calling thread's own queue for the entry's home node -- a
+ * ck_stack per thread and node (pp__thread_t.rq), so a push is one CAS on a
+ * line no other pusher writes -- and wakes the node's reclaimer only if it
+ * has declared itself asleep (`sleeping`, then the node's event count, a
+ * ck_ec): a burst of final unpins costs one futex wake at most, and none
+ * while the reclaimer is busy.
  *
- * The reclaimer takes the whole queue with one exchange, hands every entry
- * to ck_epoch_call on its own epoch record, and polls the epoch.  Callbacks
- * whose grace period has passed are collected (not run inside libck), then
- * each entry is freed -- the type's free function, exactly once -- its
- * bytes and lag accounted, and its slot recycled (or retired when its
- * generation is exhausted).  While callbacks are pending the reclaimer
- * waits on the event count with a short deadline that backs off from 20 µs
- * to 1 ms; with nothing pending it sleeps until woken.
+ * The reclaimer takes each thread's queue for its node with one batch pop
+ * (pp__reclaim_collect), hands every entry to ck_epoch_call on its own
+ * epoch record, and polls the epoch.  Callbacks whose grace period has
+ * passed are collected (not run inside libck), then each entry is freed --
+ * the type's free function, exactly once -- its bytes and lag accounted,
+ * and its slot recycled (or retired when its generation is exhausted).
+ * While callbacks are pending the reclaimer waits on the event count with
+ * a short deadline that backs off from 20 µs to 1 ms; with nothing pending
+ * it sleeps until woken.
  *
  * At destroy (pp__reclaim_stop) each reclaimer drains its queue, dispatches
  * what is pending without waiting for readers (destroy's contract: no other
@@ -132,7 +134,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     ck_pr_fence_atomic_load();
     /* The first pusher that finds it waiting wakes it, once. */
     if (pp__atomic_load_relaxed(&node->prod.sleeping) &&
-        atomic_exchange_explicit(&node->prod.sleeping, 0, memory_order_relaxed))
+        pp__atomic_exchange_relaxed(&node->prod.sleeping, 0))
         ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
 }
 
@@ -176,7 +178,7 @@ static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
 {
     pp__atomic_store_relaxed(&node->prod.sleeping, 1);
     /* seq_cst: see pp__reclaim_push. */
-    atomic_thread_fence(memory_order_seq_cst);
+    pp__atomic_fence_seq_cst();
     if (!pp__reclaim_queued(pool, node->index))
         ck_ec32_wait(&node->prod.wake, &pp__ec_mode, seen, deadline);
     pp__atomic_store_relaxed(&node->prod.sleeping, 0);

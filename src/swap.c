@@ -339,6 +339,11 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
 
 int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed)
 {
+    /* Pre (internal.h): claimed by this swap thread for a write -- EVICTING
+     * with SWAPPED clear, the entry resident -- on its own node. */
+    PP__ASSERT((claimed & (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING | PP__F_SWAPPED)) ==
+               (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING));
+    PP__ASSERT(pool->nodes[node->index] == node && e->slot < PP__MAX_SLOTS);
     pp__swaprec_t *rec = pp__rec(node, e->slot, true);
     if (rec == NULL)
         return PP_ENOMEM;
@@ -437,6 +442,11 @@ static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const 
 
 int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data)
 {
+    /* Pre (internal.h): the caller holds LOADING on a swapped entry that is
+     * not resident. */
+    PP__ASSERT((pp__atomic_load_relaxed(&e->pw) &
+                (PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
+               (PP__F_LOADING | PP__F_SWAPPED));
     const pp__swaprec_t *rec = pp__rec(node, e->slot, false);
     PP__CHECK(rec != NULL);
     const pp_type_t *type = e->type;

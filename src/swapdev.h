@@ -4,7 +4,7 @@
  * A small interface (as mimalloc keeps its OS layer behind one), so that
  * the store above it (swap.c) allocates space, checksums and compresses
  * without knowing where bytes go, and tests can put a failing device in
- * its place (tests/support/faultdev.c).
+ * its place (tests/support/faultdev.h).
  *
  * A device holds one stream per node domain: a flat space of bytes
  * addressed by offset.  The store decides every offset; the device never

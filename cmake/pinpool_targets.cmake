@@ -20,11 +20,13 @@ function(pinpool_program target)
     endif()
 endfunction()
 
-# A stress program (target, from source) linked against library -- the real
-# static library, or a seeded copy (tests/seeded/) -- and the internal test
-# hooks.
-function(pinpool_stress_program target source library)
-    pinpool_program(${target} SOURCES ${source} LIBS ${library} INTERNAL)
+# pinpool_stress_program(<target> <library> <source>...): a stress program
+# linked against library -- the real static library, or a seeded copy
+# (tests/seeded/) -- and the internal test hooks, written to the build
+# tree's stress/; its sources include "common/..." from stress/.
+function(pinpool_stress_program target library)
+    pinpool_program(${target} SOURCES ${ARGN} LIBS ${library} INTERNAL)
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/stress)
     set_target_properties(${target} PROPERTIES
         RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/stress)
 endfunction()

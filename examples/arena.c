@@ -343,42 +343,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int main(int argc, char **argv)
+/* Put the tiles: each a fresh arena block holding version 0.  Over the
+ * limit, pp_put waits for the swap threads to evict older tiles.  The
+ * tiles put, or -1 if out of memory. */
+static long put_tiles(uint64_t *buf, const char *swap_dir)
 {
-    const char *swap_dir = argc > 1 ? argv[1] : getenv("TMPDIR");
-    if (swap_dir == NULL || *swap_dir == '\0')
-        swap_dir = "/tmp";
-    tl_app_thread = 1;
-    uint64_t *buf = malloc(STAGE_BYTES);
-    if (buf == NULL || arena_init() != 0) {
-        printf("pinpool-arena: no memory for the staging buffer or the arena\n");
-        return 1;
-    }
-    for (int t = 0; t < NTILES; t++)
-        pthread_rwlock_init(&g_tile_lock[t], NULL);
-
-    pp_options_t opt = PP_OPTIONS_INIT;
-    opt.mem_limit = MEM_LIMIT;
-    opt.swap_dir = swap_dir;
-    int rc = pp_pool_create(&opt, &g_pool);
-    if (rc != 0) {
-        printf("pinpool-arena: pp_pool_create(swap_dir %s, mem_limit %zu): %s (%s)\n",
-               swap_dir, MEM_LIMIT, pp_strerror(rc), pp_err_name(rc));
-        return 1;
-    }
-
-    /* Put the tiles: each a fresh arena block holding version 0.  Over the
-     * limit, pp_put waits for the swap threads to evict older tiles. */
     unsigned long nput = 0;
     for (unsigned t = 0; t < NTILES; t++) {
         tile_dev_t *h = malloc(sizeof *h);
         arena_ptr_t block = h ? arena_alloc(TILE_BYTES) : 0;
         if (!block) {
             printf("pinpool-arena: out of host or arena memory\n");
-            return 1;
+            return -1;
         }
         *h = (tile_dev_t){ block, TILE_BYTES };
         tile_rw(h, t, 0, buf, 1);
+        int rc;
         if ((rc = pp_put(g_pool, h, TILE_BYTES, &tile_type, 0, &g_refs[t])) == 0) {
             nput++;
             continue;
@@ -389,18 +369,14 @@ int main(int argc, char **argv)
     }
     printf("put %lu tiles of %zu KiB in arena blocks; mem_limit %zu KiB, swap under %s\n",
            nput, TILE_BYTES >> 10, MEM_LIMIT >> 10, swap_dir);
+    return (long)nput;
+}
 
-    pthread_t th[NTHREADS];
-    for (uintptr_t i = 0; i < NTHREADS; i++)
-        if (pthread_create(&th[i], NULL, worker_main, (void *)i) != 0) {
-            printf("pinpool-arena: pthread_create failed\n");
-            return 1;
-        }
-    for (int i = 0; i < NTHREADS; i++)
-        pthread_join(th[i], NULL);
-
-    /* Every tile once more; the versions must add up to the writes. */
-    unsigned long version_sum = 0, writes = atomic_load(&g_writes);
+/* Every tile once more; the versions must add up to the writes. */
+static void check_versions(uint64_t *buf, unsigned long writes)
+{
+    unsigned long version_sum = 0;
+    int rc;
     for (unsigned t = 0; t < NTILES; t++) {
         void *data = NULL;
         version_sum += g_version[t];
@@ -414,35 +390,44 @@ int main(int argc, char **argv)
     }
     if (version_sum != writes)
         FAIL("tile versions add up to %lu, but %lu writes were made", version_sum, writes);
+}
 
-    /* Release every owner and drain: the reclaimers free what is resident. */
+/* Release every owner and drain: the reclaimers free what is resident.
+ * Then the pool's figures (in *st), and its end. */
+static void release_all(pp_stats_t *st, unsigned long writes)
+{
+    int rc;
     for (unsigned t = 0; t < NTILES; t++)
         if ((rc = pp_release(g_pool, g_refs[t])) != 0)
             FAIL("pp_release(tile %u): %s", t, pp_err_name(rc));
     if ((rc = pp_pool_drain(g_pool, 30000)) != 0)
         FAIL("pp_pool_drain: %s", pp_err_name(rc));
-    static pp_stats_t st;
-    if ((rc = pp_pool_stats(g_pool, &st)) != 0)
+    if ((rc = pp_pool_stats(g_pool, st)) != 0)
         FAIL("pp_pool_stats: %s", pp_err_name(rc));
-    const pp_node_stats_t *s = &st.total;
+    const pp_node_stats_t *s = &st->total;
     printf("%d workers: %lu pins, %lu writes\n", NTHREADS, atomic_load(&g_pins), writes);
     printf("pool: %u node(s), resident peak %llu of %zu bytes; evictions written %llu, "
-           "clean %llu, abandoned %llu; loads %llu (waits %llu)\n", st.nodes,
-           U(st.resident_peak), st.mem_limit, U(s->evictions_written), U(s->evictions_clean),
+           "clean %llu, abandoned %llu; loads %llu (waits %llu)\n", st->nodes,
+           U(st->resident_peak), st->mem_limit, U(s->evictions_written), U(s->evictions_clean),
            U(s->evictions_abandoned), U(s->loads), U(s->load_waits));
     printf("pool: swap bytes written %llu, read %llu; io errors %llu, checksum failures %llu; "
            "frees %llu\n", U(s->swap_bytes_written), U(s->swap_bytes_read), U(s->io_errors),
            U(s->checksum_failures), U(s->frees));
     if ((rc = pp_pool_destroy(g_pool)) != 0)
         FAIL("pp_pool_destroy: %s", pp_err_name(rc));
+}
 
-    /* Every free is done now: the type's books, by thread role. */
+/* Every free is done now: the type's books, by thread role, and what they
+ * must show (nput tiles were put). */
+static void check_books(const pp_stats_t *st, unsigned long nput)
+{
+    const pp_node_stats_t *s = &st->total;
     enum { APP, SWAP, RECLAIMER };
     unsigned long by[3][NCALLS] = { { 0 } }, all[NCALLS] = { 0 };
     for (int i = 0; i < g_ledger.rows; i++) {
         int role = g_ledger.row[i].app ? APP : SWAP;
-        for (unsigned n = 0; n < st.nodes && n < PP_MAX_NODES; n++)
-            if (g_ledger.row[i].tid == st.node[n].reclaimer_tid)
+        for (unsigned n = 0; n < st->nodes && n < PP_MAX_NODES; n++)
+            if (g_ledger.row[i].tid == st->node[n].reclaimer_tid)
                 role = RECLAIMER;
         for (int k = 0; k < NCALLS; k++) {
             by[role][k] += g_ledger.row[i].calls[k];
@@ -469,8 +454,8 @@ int main(int argc, char **argv)
     if (all[SAVE_OK] < s->evictions_written)
         FAIL("%llu evictions written, but save succeeded only %lu times",
              U(s->evictions_written), all[SAVE_OK]);
-    if (st.resident_peak > MEM_LIMIT)
-        FAIL("resident peak %llu over mem_limit %zu", U(st.resident_peak), MEM_LIMIT);
+    if (st->resident_peak > MEM_LIMIT)
+        FAIL("resident peak %llu over mem_limit %zu", U(st->resident_peak), MEM_LIMIT);
     if (s->entries != 0 || s->resident_bytes != 0)
         FAIL("after drain: %llu entries, %llu resident bytes left", U(s->entries),
              U(s->resident_bytes));
@@ -487,6 +472,50 @@ int main(int argc, char **argv)
     if (g_arena.allocs != g_arena.frees || g_arena.bad_calls != 0)
         FAIL("arena: %llu allocs, %llu frees, %llu bad calls", U(g_arena.allocs),
              U(g_arena.frees), U(g_arena.bad_calls));
+}
+
+int main(int argc, char **argv)
+{
+    const char *swap_dir = argc > 1 ? argv[1] : getenv("TMPDIR");
+    if (swap_dir == NULL || *swap_dir == '\0')
+        swap_dir = "/tmp";
+    tl_app_thread = 1;
+    uint64_t *buf = malloc(STAGE_BYTES);
+    if (buf == NULL || arena_init() != 0) {
+        printf("pinpool-arena: no memory for the staging buffer or the arena\n");
+        return 1;
+    }
+    for (int t = 0; t < NTILES; t++)
+        pthread_rwlock_init(&g_tile_lock[t], NULL);
+
+    pp_options_t opt = PP_OPTIONS_INIT;
+    opt.mem_limit = MEM_LIMIT;
+    opt.swap_dir = swap_dir;
+    int rc = pp_pool_create(&opt, &g_pool);
+    if (rc != 0) {
+        printf("pinpool-arena: pp_pool_create(swap_dir %s, mem_limit %zu): %s (%s)\n",
+               swap_dir, MEM_LIMIT, pp_strerror(rc), pp_err_name(rc));
+        return 1;
+    }
+
+    long nput = put_tiles(buf, swap_dir);
+    if (nput < 0)
+        return 1;
+
+    pthread_t th[NTHREADS];
+    for (uintptr_t i = 0; i < NTHREADS; i++)
+        if (pthread_create(&th[i], NULL, worker_main, (void *)i) != 0) {
+            printf("pinpool-arena: pthread_create failed\n");
+            return 1;
+        }
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+
+    unsigned long writes = atomic_load(&g_writes);
+    check_versions(buf, writes);
+    static pp_stats_t st;
+    release_all(&st, writes);
+    check_books(&st, (unsigned long)nput);
 
     int failed = atomic_load(&g_failed);
     printf("%s: %d failed check(s)\n", failed ? "FAIL" : "OK", failed);

@@ -127,9 +127,9 @@ static void print_row(const char *name, const pp_node_stats_t *s, int show_tid)
            s->unpins, s->frees, p50, p99, mx, tid);
 }
 
-int main(int argc, char **argv)
+/* The options; 0 to go on, or the exit status (--help, a bad one). */
+static int parse_args(int argc, char **argv, const char **topology)
 {
-    const char *topology = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
             return 2;
         }
         if (!strcmp(a, "--topology"))
-            topology = argv[++i];
+            *topology = argv[++i];
         else if (!strcmp(a, "--tiles"))
             g_ntiles = parse_int(a, argv[++i], 1, 1 << 20);
         else if (!strcmp(a, "--threads"))
@@ -155,7 +155,14 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    return -1;
+}
 
+/* Creates the pool and says what it is made of: its node domains, and
+ * whether their reclaimers are bound to the node's CPUs.  0, or the exit
+ * status. */
+static int create_pool(const char *topology, pp_stats_t *st)
+{
     pp_options_t opt = PP_OPTIONS_INIT;
     opt.topology = topology;
     int rc = pp_pool_create(&opt, &g_pool);
@@ -164,24 +171,27 @@ int main(int argc, char **argv)
                 topology ? topology : "this machine", pp_err_name(rc), pp_strerror(rc));
         return 1;
     }
-    static pp_stats_t st;
-    rc = pp_pool_stats(g_pool, &st);
+    rc = pp_pool_stats(g_pool, st);
     if (rc != 0) {
         fprintf(stderr, "pinpool-basic: pp_pool_stats: %s\n", pp_err_name(rc));
         return 1;
     }
-    unsigned nodes = st.nodes;
+    unsigned nodes = st->nodes;
     int bound = 0;
     for (unsigned n = 0; n < nodes; n++)
-        bound += st.node[n].cpu_bound != 0;
+        bound += st->node[n].cpu_bound != 0;
     printf("pinpool %d.%d.%d basic demo\n", PINPOOL_VERSION_MAJOR, PINPOOL_VERSION_MINOR,
            PINPOOL_VERSION_PATCH);
     printf("pool: %u node domain(s), topology %s (%s); reclaimers bound to their node's CPUs: %d of %u\n",
            nodes, topology ? topology : "of this machine",
-           st.topology_is_this_system ? "this system" : "synthetic or XML: no binding", bound,
+           st->topology_is_this_system ? "this system" : "synthetic or XML: no binding", bound,
            nodes);
+    return 0;
+}
 
-    /* Put the tiles, round-robin over the nodes. */
+/* Puts the tiles, round-robin over the nodes.  0, or the exit status. */
+static int put_tiles(unsigned nodes)
+{
     g_refs = calloc((size_t)g_ntiles, sizeof *g_refs);
     g_expect = calloc((size_t)g_ntiles, sizeof *g_expect);
     if (!g_refs || !g_expect)
@@ -196,8 +206,8 @@ int main(int argc, char **argv)
             s += a[i];
         }
         g_expect[t] = s;
-        rc = pp_put(g_pool, a, TILE_DOUBLES * sizeof *a, &tile_type, PP_ON_NODE((unsigned)t % nodes),
-                    &g_refs[t]);
+        int rc = pp_put(g_pool, a, TILE_DOUBLES * sizeof *a, &tile_type,
+                        PP_ON_NODE((unsigned)t % nodes), &g_refs[t]);
         if (rc != 0) {
             error("%s of tile %d", "pp_put", t, rc);
             free(a);
@@ -206,12 +216,13 @@ int main(int argc, char **argv)
     }
     printf("put %d tiles of %zu bytes (type \"%s\") over %u node(s)\n", g_ntiles,
            TILE_DOUBLES * sizeof(double), tile_type.name, nodes);
+    return 0;
+}
 
-    /* Workers: pin a few tiles per task, sum them, unpin. */
-    worker_t *w = calloc((size_t)g_nthreads, sizeof *w);
-    pthread_t *th = calloc((size_t)g_nthreads, sizeof *th);
-    if (!w || !th)
-        return 2;
+/* Workers: pin a few tiles per task, sum them, unpin.  The tasks run, in
+ * *tasks; 0, or the exit status. */
+static int run_workers(worker_t *w, pthread_t *th, unsigned long *tasks)
+{
     for (int i = 0; i < g_nthreads; i++) {
         w[i].id = i;
         if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
@@ -219,24 +230,28 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    unsigned long tasks = 0;
+    *tasks = 0;
     for (int i = 0; i < g_nthreads; i++) {
         pthread_join(th[i], NULL);
         printf("worker %d: %lu tasks, %lu pins, sum of sums %.1f\n", i, w[i].tasks, w[i].pins,
                w[i].total);
-        tasks += w[i].tasks;
+        *tasks += w[i].tasks;
     }
+    return 0;
+}
 
-    /* Mid-run view of one tile. */
+/* Mid-run view of one tile, then every owner released (each tile is
+ * queued for its node's reclaimer) and the pool drained: tile 0 is gone. */
+static void release_tiles(void)
+{
     pp_entry_info_t in;
-    rc = pp_stat(g_pool, g_refs[0], &in);
+    int rc = pp_stat(g_pool, g_refs[0], &in);
     if (rc != 0)
         error("%s of tile %d", "pp_stat", 0, rc);
     else
         printf("tile 0: %zu bytes, node %u, %u owner(s), %u pin(s), state %#x\n", in.size, in.node,
                in.owners, in.pins, in.state);
 
-    /* Release every owner: each tile is queued for its node's reclaimer. */
     for (int t = 0; t < g_ntiles; t++) {
         rc = pp_release(g_pool, g_refs[t]);
         if (rc != 0)
@@ -249,39 +264,41 @@ int main(int argc, char **argv)
     printf("after release and drain, pp_stat(tile 0) = %s\n", pp_err_name(rc));
     if (rc != PP_ESTALE && !(rc == 0 && (in.state & PP_STATE_DEAD)))
         error("%s%d: expected PP_ESTALE", "pp_stat after drain", 0, rc);
+}
 
-    rc = pp_pool_stats(g_pool, &st);
-    if (rc != 0) {
-        error("%s%d", "pp_pool_stats", 0, rc);
-        return 1;
-    }
+/* The pool's statistics, per node and in total. */
+static void print_stats(const pp_stats_t *st)
+{
     printf("\n  %-6s %8s %10s %6s %7s %7s %6s %9s %9s %9s  %s\n", "node", "entries",
            "resident", "puts", "pins", "unpins", "frees", "lag p50", "lag p99", "lag max",
            "reclaimer tid");
     printf("  %-6s %8s %10s %6s %7s %7s %6s %9s %9s %9s\n", "", "", "(bytes)", "", "", "", "",
            "(us)", "(us)", "(us)");
-    for (unsigned n = 0; n < nodes; n++) {
+    for (unsigned n = 0; n < st->nodes; n++) {
         char name[16];
         snprintf(name, sizeof name, "%u", n);
-        print_row(name, &st.node[n], 1);
+        print_row(name, &st->node[n], 1);
     }
-    print_row("total", &st.total, 0);
+    print_row("total", &st->total, 0);
     printf("\n");
+}
 
-    /* Checks. */
-    unsigned long pins = atomic_load(&g_pins_done);
+/* Checks: every task ran, every tile was put and freed exactly once, every
+ * pin unpinned, nothing is left.  1 if one failed. */
+static int check_counts(const pp_stats_t *st, unsigned long tasks, unsigned long pins)
+{
     unsigned long frees = atomic_load(&g_frees);
     struct { const char *what; uint64_t got, want; } checks[] = {
         { "tasks run", tasks, (uint64_t)g_nthreads * (uint64_t)g_ntasks },
-        { "puts", st.total.puts, (uint64_t)g_ntiles },
-        { "frees (stats)", st.total.frees, (uint64_t)g_ntiles },
+        { "puts", st->total.puts, (uint64_t)g_ntiles },
+        { "frees (stats)", st->total.frees, (uint64_t)g_ntiles },
         { "frees (free function calls)", frees, (uint64_t)g_ntiles },
-        { "pins", st.total.pins, pins },
-        { "unpins", st.total.unpins, pins },
-        { "releases", st.total.releases, (uint64_t)g_ntiles },
-        { "entries left", st.total.entries, 0 },
-        { "resident bytes left", st.total.resident_bytes, 0 },
-        { "reclaim queue depth", st.total.reclaim_queue_depth, 0 },
+        { "pins", st->total.pins, pins },
+        { "unpins", st->total.unpins, pins },
+        { "releases", st->total.releases, (uint64_t)g_ntiles },
+        { "entries left", st->total.entries, 0 },
+        { "resident bytes left", st->total.resident_bytes, 0 },
+        { "reclaim queue depth", st->total.reclaim_queue_depth, 0 },
     };
     int failed = atomic_load(&g_errors) != 0;
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
@@ -291,7 +308,40 @@ int main(int argc, char **argv)
             failed = 1;
         }
     }
+    return failed;
+}
 
+int main(int argc, char **argv)
+{
+    const char *topology = NULL;
+    int rc = parse_args(argc, argv, &topology);
+    if (rc >= 0)
+        return rc;
+
+    static pp_stats_t st;
+    if ((rc = create_pool(topology, &st)) != 0)
+        return rc;
+    if ((rc = put_tiles(st.nodes)) != 0)
+        return rc;
+
+    worker_t *w = calloc((size_t)g_nthreads, sizeof *w);
+    pthread_t *th = calloc((size_t)g_nthreads, sizeof *th);
+    if (!w || !th)
+        return 2;
+    unsigned long tasks;
+    if ((rc = run_workers(w, th, &tasks)) != 0)
+        return rc;
+
+    release_tiles();
+    rc = pp_pool_stats(g_pool, &st);
+    if (rc != 0) {
+        error("%s%d", "pp_pool_stats", 0, rc);
+        return 1;
+    }
+    print_stats(&st);
+
+    unsigned long pins = atomic_load(&g_pins_done);
+    int failed = check_counts(&st, tasks, pins);
     rc = pp_pool_destroy(g_pool);
     if (rc != 0) {
         printf("check failed: pp_pool_destroy: %s\n", pp_err_name(rc));

@@ -275,7 +275,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
     if (pool->swap && (pw & PP__F_RESIDENT)) {
         /* After the unreserve, then a wake: a waiter that still sees these
-         * bytes dying is woken after they are free (evict.c). */
+         * bytes dying is woken after they are free (mem.c). */
         pp__atomic_sub_relaxed(&node->prod.dying_bytes, size);
         if (pp__atomic_load_relaxed(&pool->room_want) != 0)
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);

@@ -136,7 +136,7 @@ typedef struct pp__extent {
 #define PP__LAG_SAMPLE  64           /* one queued entry in 64 carries its time */
 #define PP__LAG_NONE    UINT32_MAX   /* queued_us of an entry not sampled */
 
-#define PP__HOT_SLOTS      64u    /* per node: one bit each in hot_used */
+#define PP__HOT_SLOTS      64u    /* per node: one bit each in hot.used */
 #define PP__HOT_MAX_SHARDS 256u
 
 /* One node domain.  Each sub-struct holds what one side writes and starts
@@ -247,7 +247,7 @@ struct pp_pool {
     _Atomic uint64_t resident;           /* reserved resident bytes, for mem_limit */
     _Atomic uint64_t resident_peak;
 
-    /* Swap (evict.c, swap.c). */
+    /* Swap (mem.c, evict.c, load.c, swap.c). */
     bool swap;
     bool compress;
     struct pp__swapdev *dev;

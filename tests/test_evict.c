@@ -18,7 +18,7 @@
  * deterministic on both topologies the suite runs on.
  */
 #include "helpers.h"
-#include "support/faultdev.h" /* faultdev_*; internal.h: pp__pool_is_valid */
+#include "support/faultdev.h" /* faultdev_*; testhooks.h: pp__pool_is_valid */
 
 #include <dirent.h>
 #include <sys/syscall.h>

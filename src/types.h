@@ -159,7 +159,9 @@ typedef struct pp__node {
         _Atomic uint64_t dying_bytes;    /* swap: resident bytes queued, not yet freed */
         _Atomic int64_t dead_in_io;      /* dead, unpinned, queued when their I/O ends
                                             (pp__dead_in_io_note, pp__io_end) */
-        struct ck_ec32 wake;             /* wakes the reclaimer */
+        /* Wakes the reclaimer; written by its waits, so apart from what
+         * every final unpin reads (`sleeping`). */
+        struct ck_ec32 wake __attribute__((aligned(PP__PAD)));
     } __attribute__((aligned(PP__PAD))) prod;
 
     /* Putters (and whoever frees: the counts go down there). */

@@ -13,7 +13,7 @@
 #define PP__PIN_FLAGS (PP_PIN_WRITE | PP_PIN_NOWAIT)
 
 static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                  pp__thread_t *t, bool count);
+                                pp__thread_t *t, bool count);
 
 /* A pin whose CAS failed pool->hot_after times: the entry is contended,
  * try to make it HOT (hot.c). */
@@ -67,8 +67,8 @@ static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
  * thread's cached shard, else pp__hot_pin (on the word if it is no longer
  * HOT).  Out of line, so the cold paths keep few registers. */
 static PP__NOINLINE int pp__pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                        unsigned flags, unsigned hflags, pp__thread_t *t,
-                                        void **data)
+                                         unsigned flags, unsigned hflags, pp__thread_t *t,
+                                         void **data)
 {
     /* The cached shard serves the ref's own entry only: a stale ref goes
      * to pp__hot_pin, which refuses it. */
@@ -222,7 +222,7 @@ static inline bool pp__fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e
  * (its retry loop, the register saves) cost 30% at 2 threads on one hot
  * entry (pinbench hot, 146 against 209 Mops/s); so does pp__unpin_fast_when_hot. */
 static PP__NOINLINE int pp__pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
-                                             pp_ref_t ref, unsigned flags, void **data)
+                                              pp_ref_t ref, unsigned flags, void **data)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (!(flags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
@@ -314,7 +314,7 @@ static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t
 /* The unpin of an entry found HOT (out of line, as pp__pin_when_hot): 0, an
  * error, or PP__RETRY (no longer HOT: unpin on the word). */
 static PP__NOINLINE int pp__unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                          pp__thread_t *t, uint64_t pw)
+                                           pp__thread_t *t, uint64_t pw)
 {
     if (pp__hot_cached(t, e, pw, -1, 0))
         return 0;
@@ -324,7 +324,7 @@ static PP__NOINLINE int pp__unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_r
 /* The unpin transition, without argument checks or tracking; count is
  * false when undoing a pin the caller never saw succeed. */
 static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                  pp__thread_t *t, bool count)
+                                pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
@@ -384,7 +384,7 @@ static PP__COLD int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
 /* An unpin that the fast path found HOT: one CAS on the thread's cached
  * shard, else the full way.  Tracking is off here. */
 static PP__NOINLINE int pp__unpin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
-                                               pp_ref_t ref, uint64_t pw)
+                                                pp_ref_t ref, uint64_t pw)
 {
     if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_cached(t, e, pw, -1, 0)) {
         pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);

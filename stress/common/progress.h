@@ -27,6 +27,32 @@ typedef uint64_t progress_fn(unsigned i);
 /* The sum over threads 0..n-1. */
 uint64_t progress_sum(unsigned n, progress_fn *progress);
 
+/* A wait bounded by progress, not by a fixed time: it has stalled when
+ * the count it watches (frees, say) has not moved for stall_s seconds, or
+ * when timeout_s have passed since it began. */
+typedef struct stall {
+    double start, moved;                 /* when the wait began, last moved */
+    uint64_t seen;                       /* the count then */
+} stall_t;
+
+static inline stall_t stall_begin(uint64_t count)
+{
+    double now = now_s();
+    return (stall_t){now, now, count};
+}
+
+/* Notes count at now; true if the wait has stalled. */
+static inline int stall_check(stall_t *s, uint64_t count, double now, double stall_s,
+                              double timeout_s)
+{
+    if (count != s->seen) {
+        s->seen = count;
+        s->moved = now;
+        return 0;
+    }
+    return now - s->moved > stall_s || now - s->start > timeout_s;
+}
+
 /* Prints "<prog>: FAIL: <what> still running after <s> s [seed=...];
  * progress: i:ops..." and exits 1 at once (the pool is left as it is). */
 void fail_still_running(const char *what, unsigned timeout_s, unsigned n,

@@ -140,8 +140,8 @@ void lag_end(thr_t *t)
      * work a starved reclaimer is slow, but it frees. */
     double r0 = now_s(), waited = 0;
     if (nq > 0 && !atomic_load(&g_failed)) {
-        uint64_t left = nq, seen = frees_so_far();
-        double moved = r0;
+        uint64_t left = nq;
+        stall_t stall = stall_begin(frees_so_far());
         for (;;) {
             int rc = pp_pool_drain(g_pool, 20);
             left = 0;
@@ -160,15 +160,11 @@ void lag_end(thr_t *t)
                 break;
             }
             double now = now_s();
-            uint64_t f = frees_so_far();
-            if (f != seen) {
-                seen = f;
-                moved = now;
-            } else if (now - moved > STALL_S || now - r0 > g_timeout_s) {
+            if (stall_check(&stall, frees_so_far(), now, STALL_S, g_timeout_s)) {
                 failf(t, "(c) reclamation did not resume: %" PRIu64 " of the %" PRIu64
                       " entries that died during lag %u are still not freed %.0f s after the "
                       "lagging reader quiesced, and nothing at all was freed in the last %.0f s",
-                      left, nq, L, now - r0, now - moved);
+                      left, nq, L, now - r0, now - stall.moved);
                 break;
             }
         }

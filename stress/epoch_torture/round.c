@@ -102,8 +102,7 @@ void round_end(thr_t *m, pp_stats_t *st, unsigned round)
      * Bounded by progress, as in lag_end: fails when nothing is freed for
      * STALL_S seconds, or after --timeout. */
     int rc;
-    double d0 = now_s(), moved = d0;
-    uint64_t seen = frees_so_far();
+    stall_t stall = stall_begin(frees_so_far());
     for (;;) {
         rc = pp_pool_drain(g_pool, 1000);
         if (rc == 0)
@@ -113,13 +112,10 @@ void round_end(thr_t *m, pp_stats_t *st, unsigned round)
             break;
         }
         double now = now_s();
-        uint64_t f = frees_so_far();
-        if (f != seen) {
-            seen = f;
-            moved = now;
-        } else if (now - moved > STALL_S || now - d0 > g_timeout_s) {
+        if (stall_check(&stall, frees_so_far(), now, STALL_S, g_timeout_s)) {
             failf(m, "pp_pool_drain at the end of round %u: still PP_EBUSY after %.0f s, "
-                  "nothing freed in the last %.0f s", round, now - d0, now - moved);
+                  "nothing freed in the last %.0f s", round, now - stall.start,
+                  now - stall.moved);
             break;
         }
     }

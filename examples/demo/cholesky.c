@@ -25,11 +25,9 @@
 #define _GNU_SOURCE
 #endif
 #include "demo.h"
+#include "tiles.h"
 
-#include <cblas.h>
-#include <lapacke.h>
 #include <omp.h>
-#include <xxhash.h>
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -121,34 +119,8 @@ const char *demo_omp_runtime(void)
 }
 
 /* ---------------------------------------------------------------------------
- * The matrix: a(r, c) for global row r and column c, symmetric, with
- * off-diagonal entries in [-1, 1) from XXH3 of (seed, max, min) and n on
- * the diagonal, so A is strictly diagonally dominant: positive definite.
- * Regenerated from the formula by the check, so no copy of A is kept.
- * ------------------------------------------------------------------------- */
-
-static double a_entry(uint64_t seed, int n, int r, int c)
-{
-    uint32_t hi = (uint32_t)(r > c ? r : c), lo = (uint32_t)(r > c ? c : r);
-    uint64_t key = ((uint64_t)hi << 32) | lo;
-    uint64_t h = XXH3_64bits_withSeed(&key, sizeof key, seed);
-    double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;   /* [-1, 1) */
-    return r == c ? (double)n + u : u;
-}
-
-/* Tile (i, j) of A, i >= j, column-major with leading dimension b. */
-static void a_tile(uint64_t seed, int n, int b, int i, int j, double *t)
-{
-    for (int c = 0; c < b; c++)
-        for (int r = 0; r < b; r++)
-            t[(size_t)c * b + r] = a_entry(seed, n, i * b + r, j * b + c);
-}
-
-/* ---------------------------------------------------------------------------
  * The run
  * ------------------------------------------------------------------------- */
-
-enum { K_POTRF, K_TRSM, K_SYRK, K_GEMM };
 
 /* One task of the factorisation: the tiles it reads and the one it writes
  * (indices of stored tiles). */
@@ -177,8 +149,6 @@ typedef struct run {
     _Atomic int potrf_info;     /* first nonzero LAPACKE_dpotrf info */
     _Atomic uint64_t nowait_eagain, enomem_retries, prefetches;
 } run_t;
-
-static int tile_index(int i, int j) { return i * (i + 1) / 2 + j; }
 
 /* The run's flags and counters are relaxed: tasks only read them to stop
  * early, and the end of each parallel region orders them before the run
@@ -271,14 +241,14 @@ static void prefetch_after(run_t *r, int t)
 static void generate_tile(run_t *r, int i, int j)
 {
     const demo_config_t *cfg = r->cfg;
-    int idx = tile_index(i, j);
+    int idx = demo_tile_index(i, j);
     void *mem = NULL;
     if (posix_memalign(&mem, 64, r->tile_bytes) != 0) {
         task_failed(r, PP_ENOMEM, "allocating a tile");
         return;
     }
     double *t = mem;
-    a_tile(cfg->seed, cfg->n, r->b, i, j, t);
+    demo_a_tile(cfg->seed, cfg->n, r->b, i, j, t);
     if (r->pool == NULL) {
         r->raw[idx] = t;
     } else {
@@ -300,42 +270,13 @@ static void generate_tile(run_t *r, int i, int j)
 
 /* ---- factorize ----------------------------------------------------------- */
 
-static double task_flops(int kind, int b)
-{
-    double bb = (double)b * b * b;
-    switch (kind) {
-    case K_POTRF: return bb / 3.0;
-    case K_TRSM: return bb;
-    case K_SYRK: return bb;
-    default: return 2.0 * bb;
-    }
-}
-
 static void kernel(run_t *r, const task_t *t, double *const in[2], double *out)
 {
-    int b = r->b;
-    switch (t->kind) {
-    case K_POTRF: {
-        lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', b, out, b);
-        if (info != 0) {
-            int expected = 0;
-            atomic_compare_exchange_strong_explicit(&r->potrf_info, &expected, (int)info,
-                                                    memory_order_relaxed, memory_order_relaxed);
-        }
-        break;
-    }
-    case K_TRSM:    /* A_ik <- A_ik L_kk^-T */
-        cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
-                    b, b, 1.0, in[0], b, out, b);
-        break;
-    case K_SYRK:    /* A_ii <- A_ii - A_ik A_ik^T */
-        cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, b, b, -1.0, in[0], b,
-                    1.0, out, b);
-        break;
-    default:        /* A_ij <- A_ij - A_ik A_jk^T */
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, -1.0, in[0], b,
-                    in[1], b, 1.0, out, b);
-        break;
+    int info = demo_kernel(t->kind, r->b, in[0], in[1], out);
+    if (info != 0) {
+        int expected = 0;
+        atomic_compare_exchange_strong_explicit(&r->potrf_info, &expected, info,
+                                                memory_order_relaxed, memory_order_relaxed);
     }
 }
 
@@ -350,7 +291,7 @@ static void run_task(run_t *r, int t)
         for (int x = 0; x < task->nin; x++)
             in[x] = r->raw[task->in[x]];
         kernel(r, task, in, r->raw[task->out]);
-        count_done(r, task_flops(task->kind, r->b));
+        count_done(r, demo_kernel_flops(task->kind, r->b));
         return;
     }
     pp_ref_t in_refs[2] = { PP_REF_NONE, PP_REF_NONE };
@@ -369,7 +310,7 @@ static void run_task(run_t *r, int t)
     if (rc != 0)
         task_failed(r, rc, "pp_unpin_many");
     pp_quiescent(r->pool);
-    count_done(r, task_flops(task->kind, r->b));
+    count_done(r, demo_kernel_flops(task->kind, r->b));
 }
 
 /* The task list, in the order a right-looking Cholesky creates it. */
@@ -386,14 +327,14 @@ static int build_tasks(run_t *r)
         return -1;
     int t = 0;
     for (int k = 0; k < T; k++) {
-        r->tasks[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, tile_index(k, k) };
+        r->tasks[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k) };
         for (int i = k + 1; i < T; i++)
-            r->tasks[t++] = (task_t){ K_TRSM, 1, { tile_index(k, k), 0 }, tile_index(i, k) };
+            r->tasks[t++] = (task_t){ K_TRSM, 1, { demo_tile_index(k, k), 0 }, demo_tile_index(i, k) };
         for (int i = k + 1; i < T; i++) {
-            r->tasks[t++] = (task_t){ K_SYRK, 1, { tile_index(i, k), 0 }, tile_index(i, i) };
+            r->tasks[t++] = (task_t){ K_SYRK, 1, { demo_tile_index(i, k), 0 }, demo_tile_index(i, i) };
             for (int j = k + 1; j < i; j++)
-                r->tasks[t++] = (task_t){ K_GEMM, 2, { tile_index(i, k), tile_index(j, k) },
-                                          tile_index(i, j) };
+                r->tasks[t++] = (task_t){ K_GEMM, 2, { demo_tile_index(i, k), demo_tile_index(j, k) },
+                                          demo_tile_index(i, j) };
         }
     }
     r->ntasks = t;
@@ -420,14 +361,14 @@ static void check_tile(run_t *r, int i, int j)
         double *p[2];
         pp_ref_t refs[2] = { PP_REF_NONE, PP_REF_NONE };
         if (r->pool == NULL) {
-            p[0] = r->raw[tile_index(i, k)];
-            p[1] = r->raw[tile_index(j, k)];
+            p[0] = r->raw[demo_tile_index(i, k)];
+            p[1] = r->raw[demo_tile_index(j, k)];
         } else {
-            refs[0] = r->ref[tile_index(i, k)];
-            refs[1] = r->ref[tile_index(j, k)];   /* == refs[0] when i == j */
+            refs[0] = r->ref[demo_tile_index(i, k)];
+            refs[1] = r->ref[demo_tile_index(j, k)];   /* == refs[0] when i == j */
             if (k < j) {
-                pp_prefetch(r->pool, r->ref[tile_index(i, k + 1)]);
-                pp_prefetch(r->pool, r->ref[tile_index(j, k + 1)]);
+                pp_prefetch(r->pool, r->ref[demo_tile_index(i, k + 1)]);
+                pp_prefetch(r->pool, r->ref[demo_tile_index(j, k + 1)]);
                 atomic_fetch_add_explicit(&r->prefetches, 2, memory_order_relaxed);
             }
             int rc = pin_task_tiles(r, refs, 2, PP_REF_NONE, p, NULL);
@@ -436,17 +377,7 @@ static void check_tile(run_t *r, int i, int j)
                 goto out;
             }
         }
-        double *x = p[0], *y = p[1];
-        if (k == j) {           /* L_jj: its lower triangle only */
-            for (int c = 0; c < b; c++)
-                for (int row = 0; row < b; row++)
-                    tri[(size_t)c * b + row] = row >= c ? y[(size_t)c * b + row] : 0.0;
-            y = tri;
-            if (i == j)
-                x = tri;
-        }
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, b, b, b, 1.0, x, b, y, b,
-                    1.0, acc, b);
+        demo_check_step(b, i, j, k, p[0], p[1], tri, acc);
         if (r->pool != NULL) {
             int rc = pp_unpin_many(r->pool, refs, 2);
             if (rc != 0) {
@@ -455,23 +386,17 @@ static void check_tile(run_t *r, int i, int j)
             }
         }
     }
-    a_tile(r->cfg->seed, r->cfg->n, b, i, j, a);
     double e2 = 0, n2 = 0;
-    for (size_t x = 0; x < bb; x++) {
-        double d = a[x] - acc[x];
-        e2 += d * d;
-        n2 += a[x] * a[x];
-    }
-    double w = i == j ? 1.0 : 2.0;      /* tile (j, i) is the transpose */
+    demo_check_end(r->cfg->seed, r->cfg->n, b, i, j, acc, a, &e2, &n2);
 #if DEMO_SEED_RACY_SUM
     /* Seeded bug (the TSan build's demo.seeded_race.caught): every check
      * task adds into one shared sum, unsynchronised -- a race between
      * sibling tasks that TSan with Archer must report. */
-    r->err2[0] += w * e2;
-    r->norm2[0] += w * n2;
+    r->err2[0] += e2;
+    r->norm2[0] += n2;
 #else
-    r->err2[tile_index(i, j)] = w * e2;
-    r->norm2[tile_index(i, j)] = w * n2;
+    r->err2[demo_tile_index(i, j)] = e2;
+    r->norm2[demo_tile_index(i, j)] = n2;
 #endif
     count_done(r, 2.0 * (double)b * b * b * (j + 1));
 out:
@@ -611,6 +536,13 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     }
     t1 = demo_now();
     res->t_factorize = t1 - t0;
+    if (r->pool != NULL) {
+        pp_stats_t st;
+        if (pp_pool_stats(r->pool, &st) == 0) {
+            res->run_written = st.total.swap_bytes_written;
+            res->run_read = st.total.swap_bytes_read;
+        }
+    }
     if (phase_failed(r, "factorize"))
         goto out;
     if (atomic_load_explicit(&r->potrf_info, memory_order_relaxed) != 0) {

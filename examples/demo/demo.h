@@ -55,6 +55,9 @@ typedef struct demo_result {
     int tiles;                  /* stored tiles */
     uint64_t tasks;             /* of the factorisation */
     pp_stats_t stats;           /* pool mode: after the check (before release) */
+    uint64_t run_written, run_read;  /* pool mode: swap bytes written and read
+                                        from the start of generate to the end
+                                        of factorize */
     uint64_t lag_p50_ns, lag_p99_ns, lag_count;  /* reclaim lag, after release */
     uint64_t frees;             /* tiles freed by the reclaimers */
     uint64_t nowait_eagain;     /* PP_PIN_NOWAIT pins that found a tile not resident */

@@ -55,7 +55,7 @@ static const char *const phase_names[] = {
 typedef struct options {
     demo_config_t cfg;
     int limit_given, no_limit, compare, rounds, quiet, require_swap, lookahead_given;
-    int return_memory;
+    int return_memory, result_line;
     const char *plot;
 } options_t;
 
@@ -89,6 +89,8 @@ static void usage(FILE *f)
         "                        keeps them for reuse otherwise): the process's\n"
         "                        resident set follows the pool's, tiles cost page\n"
         "                        faults\n"
+        "      --result          after each run, one line of key=value figures for\n"
+        "                        scripts (examples/demo/compare reads it)\n"
         "  -q, --quiet           no progress line\n"
         "  -h, --help\n");
 }
@@ -132,7 +134,7 @@ static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
            O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY,
-           O_RETURN_MEMORY };
+           O_RETURN_MEMORY, O_RESULT };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -150,6 +152,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "nowait-tries", required_argument, NULL, O_NOWAIT_TRIES },
         { "topology", required_argument, NULL, O_TOPOLOGY },
         { "return-memory", no_argument, NULL, O_RETURN_MEMORY },
+        { "result", no_argument, NULL, O_RESULT },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -210,6 +213,7 @@ static int parse_options(int argc, char **argv, options_t *o)
             break;
         case O_TOPOLOGY: c->topology = optarg; break;
         case O_RETURN_MEMORY: o->return_memory = 1; break;
+        case O_RESULT: o->result_line = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -529,6 +533,21 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
     return failed;
 }
 
+/* The --result line: one run's figures as key=value pairs, for scripts.
+ * written and read: swap bytes from the start of generate to the end of
+ * factorize; peak_rss: the process's so far. */
+static void result_line(const demo_config_t *c, const demo_result_t *r, int failed)
+{
+    struct rusage ru;
+    long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+    printf("result: impl=%s n=%d b=%d threads=%d limit=%zu factorize_s=%.4f total_s=%.4f "
+           "written=%" PRIu64 " read=%" PRIu64 " peak_resident=%" PRIu64 " peak_rss=%ld "
+           "residual=%.3e ok=%d\n",
+           !c->use_pool ? "raw" : c->mem_limit == 0 ? "pool-nolimit" : "pool-limit", c->n, c->b,
+           c->threads, c->mem_limit, r->t_factorize, r->t_total, r->run_written, r->run_read,
+           c->use_pool ? r->stats.resident_peak : 0, rss * 1024L, r->residual, failed == 0);
+}
+
 static void header(const demo_config_t *c, int tiles, uint64_t matrix, uint64_t tile)
 {
     int T = c->n / c->b;
@@ -633,7 +652,10 @@ int main(int argc, char **argv)
                 free(pt.samples);
                 return EXIT_RUN;
             }
-            failed += summary(&o, &runs[i], r);
+            int run_failed = summary(&o, &runs[i], r);
+            failed += run_failed;
+            if (o.result_line)
+                result_line(&runs[i], r, run_failed);
             /* The plot shows the last run with a limit (or the only run). */
             if (runs[i].mem_limit != 0 || nruns == 1) {
                 free(plot_samples);

@@ -94,6 +94,7 @@
  *  | pp_unpin, pp_unpin_many      | lock-free           | never   | every call but destroy      |
  *  | pp_retain, pp_release        | lock-free           | never   | every call but destroy      |
  *  | pp_stat, pp_prefetch         | lock-free           | never   | every call but destroy      |
+ *  | pp_advise                    | lock-free           | never   | every call but destroy      |
  *  | pp_put                       | lock-free           | only for| every call but destroy      |
  *  |                              |                     | room *  |                             |
  *  | pp_quiescent                 | wait-free           | never   | every call but destroy      |
@@ -411,6 +412,35 @@ PP_API int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n);
  * pin retries it and returns its error.  Never blocks, no allocation. */
 PP_API int pp_prefetch(pp_pool_t *pool, pp_ref_t ref);
 
+/* Eviction advice (pp_advise). */
+#define PP_ADVISE_NORMAL   0u  /* no advice: the CLOCK hand decides */
+#define PP_ADVISE_WILLNEED 1u  /* needed soon: load it now, spare it longer */
+#define PP_ADVISE_WONTNEED 2u  /* not needed soon: evict it before others */
+
+/* Tells the pool how soon an entry will be pinned again, so that when
+ * memory is short it evicts what is needed last.  Advice only orders
+ * evictions; it never changes what a pin sees, and a pin always wins: a
+ * pinned entry is never evicted, whatever its advice.
+ *   PP_ADVISE_WONTNEED: the swap thread evicts entries with this advice
+ *     before any other, clean ones (their swap copy is still valid: no
+ *     write needed) before dirty ones, and among those the highest slots
+ *     first (a fixed order, so that data swept again and again keeps a
+ *     fixed part resident); the CLOCK hand gives them no second chance.
+ *     An eviction consumes the advice; a pin does not (advise again after
+ *     the last use).  Nothing is evicted before memory is short.
+ *   PP_ADVISE_WILLNEED: starts loading a swapped entry (as pp_prefetch),
+ *     and the hand passes it over once before its usual second chance, so
+ *     a tile prefetched for a task is not evicted before the task pins it.
+ *     The hand consumes the advice when it first meets the entry.
+ *   PP_ADVISE_NORMAL: drops the advice.
+ * Advice given to an entry dies with it (it never applies to a later entry
+ * of the same slot).  In a pool without swap the call only validates ref.
+ * Errors: PP_EINVAL (NULL pool, unknown advice), PP_ESTALE (invalid ref, or
+ * a dead entry).  A failed load started by WILLNEED is reported by the
+ * next pin, as for pp_prefetch.  Lock-free, never blocks, no allocation;
+ * may run concurrently with every call but destroy. */
+PP_API int pp_advise(pp_pool_t *pool, pp_ref_t ref, unsigned advice);
+
 /* Escaped access: writes the data pointer to *data without taking a pin and
  * marks the entry escaped (it will never be evicted).  See "Lifetimes" for
  * how long the pointer is valid.  A swapped entry is loaded first, as by
@@ -529,6 +559,8 @@ typedef struct pp_node_stats {
     uint64_t pins, unpins;       /* counted on the entry's home node */
     uint64_t evictions_written;  /* evicted after writing a new copy */
     uint64_t evictions_clean;    /* evicted without a write (valid copy) */
+    uint64_t evictions_advised;  /* of those two, entries advised
+                                    PP_ADVISE_WONTNEED */
     uint64_t evictions_abandoned;/* a pin (or get, or death) won the race */
     uint64_t loads;              /* successful loads from swap */
     uint64_t load_waits;         /* pins that waited for another's load */

@@ -31,6 +31,7 @@
 #define pp__atomic_sub_release(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_release)
 #define pp__atomic_or_relaxed(p, v)  atomic_fetch_or_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_and_release(p, v) atomic_fetch_and_explicit((p), (v), memory_order_release)
+#define pp__atomic_and_relaxed(p, v) atomic_fetch_and_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_exchange_relaxed(p, v) atomic_exchange_explicit((p), (v), memory_order_relaxed)
 /* A fence that orders everything before it against everything after it. */
 #define pp__atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
@@ -48,6 +49,9 @@
 #define pp__atomic_cas_weak_acq_rel(p, expected, desired)                     \
     atomic_compare_exchange_weak_explicit((p), (expected), (desired),          \
         memory_order_acq_rel, memory_order_relaxed)
+#define pp__atomic_cas_strong_relaxed(p, expected, desired)                   \
+    atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
+        memory_order_relaxed, memory_order_relaxed)
 #define pp__atomic_cas_strong_release(p, expected, desired)                   \
     atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
         memory_order_release, memory_order_relaxed)

@@ -118,13 +118,24 @@ static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
 }
 
 /* Tries to evict e; returns the bytes freed.  *spared counts a candidate
- * passed over for its recency bit; with ignore_ref it is taken anyway. */
+ * passed over for its recency bit or its WILLNEED advice; with ignore_ref
+ * it is taken anyway, and so is one advised WONTNEED. */
 static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
                               bool ignore_ref, uint64_t *spared)
 {
     const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+    if ((pw & (want | bad)) == want) {
+        unsigned advice = pp__advice_of(node, e, pw);
+        if (advice == PP_ADVISE_WONTNEED) {
+            ignore_ref = true;
+        } else if (advice == PP_ADVISE_WILLNEED && !ignore_ref) {
+            pp__advice_consume(node, e, pw, advice);   /* spared once more */
+            (*spared)++;
+            return 0;
+        }
+    }
     if ((pw & PP__F_HOT) && !(pw & (PP__F_ESCAPED | PP__F_NOSWAP))) {
         /* In use by many threads, or was: back to one word, and a second
          * chance. */
@@ -190,6 +201,10 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
             pp__data_free(type, data, size);
             pp__atomic_sub_relaxed(&node->put.resident_bytes, size);
             pp__counter_add(write ? &node->sw.ev_written : &node->sw.ev_clean, 1);
+            if (pp__advice_of(node, e, done) == PP_ADVISE_WONTNEED) {
+                pp__advice_consume(node, e, done, PP_ADVISE_WONTNEED);
+                pp__counter_add(&node->sw.ev_advised, 1);
+            }
             pp__mem_unreserve(pool, size);
             /* release: the free and the counts above happen before a
              * drain's acquire of the tail count. */
@@ -212,6 +227,42 @@ static bool pp__evict_needed(pp_pool_t *pool)
     return pp__atomic_load_relaxed(&pool->resident) + want > pool->low_wm;
 }
 
+/* Evicts entries advised PP_ADVISE_WONTNEED (advise.c), before the hand
+ * turns: clean ones first (no write), then dirty ones, highest slot first;
+ * until eviction is no longer needed (or, with *force, one was freed).
+ * An advised entry that has nothing to evict (swapped, dead) loses its bit;
+ * a pinned or busy one keeps it and is tried again next pass. */
+static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force)
+{
+    uint64_t freed = 0, spared = 0;
+    for (int clean_only = 1; clean_only >= 0; clean_only--) {
+        uint32_t slot = UINT32_MAX;
+        while (pp__atomic_load_relaxed(&node->sw.advised) != 0 &&
+               (*force || pp__evict_needed(pool)) && pp__advised_next(node, &slot)) {
+            /* acquire: pairs with the segment's release-install. */
+            pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
+            pp__entry_t *e = &seg[slot & (PP__SEG_SLOTS - 1)];
+            uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+            if (pp__advice_of(node, e, pw) != PP_ADVISE_WONTNEED ||
+                (pw & (PP__F_LIVE | PP__F_RESIDENT | PP__F_DEAD)) !=
+                    (PP__F_LIVE | PP__F_RESIDENT)) {
+                if (!(pw & PP__F_BUSY))  /* a load may make it resident again */
+                    pp__advice_forget(node, slot);
+                continue;
+            }
+            bool clean = (pw & PP__F_SWAPPED) && !(pw & PP__F_DIRTY);
+            if (clean_only && !clean)
+                continue;
+            uint64_t got = pp__evict_one(pool, node, e, true, &spared);
+            if (got > 0) {
+                freed += got;
+                *force = false;
+            }
+        }
+    }
+    return freed;
+}
+
 /* One pass of the hand: at most two sweeps of the node's slots (the first
  * may only clear recency bits).  If those free nothing while candidates
  * kept being spared for their recency bit (pins keep setting it), a third
@@ -225,6 +276,8 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         slots = PP__MAX_SLOTS;
     uint64_t freed = 0, spared = 0, i = 0, sweeps = 2 * (uint64_t)slots;
     bool ignore_ref = false;
+    if (pp__atomic_load_relaxed(&node->sw.advised) != 0)
+        freed = pp__evict_advised(pool, node, &force);
     for (;;) {
         if (i == sweeps) {
             if (freed != 0 || spared == 0 || ignore_ref)

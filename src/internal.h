@@ -207,6 +207,17 @@ int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evict
  * runs.  Never blocks.  0 or PP_ESTALE. */
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
 
+/* advise.c -- eviction advice beside the table (swap pools). */
+/* The advice of e whose word is pw (PP_ADVISE_NORMAL if none or stale). */
+unsigned pp__advice_of(const pp__node_t *node, const pp__entry_t *e, uint64_t pw);
+/* Drops advice of e (generation of pw) if it is still advice. */
+void pp__advice_consume(pp__node_t *node, const pp__entry_t *e, uint64_t pw, unsigned advice);
+/* Clears slot's wontneed bit (the entry has nothing to evict). */
+void pp__advice_forget(pp__node_t *node, uint32_t slot);
+/* The next slot below *slot (UINT32_MAX: the top) whose wontneed bit is
+ * set, into *slot; false when there is none. */
+bool pp__advised_next(pp__node_t *node, uint32_t *slot);
+
 /* evict.c -- each node's swap thread: CLOCK eviction, queued loads. */
 int pp__evict_start(pp_pool_t *pool);
 void pp__evict_stop(pp_pool_t *pool);

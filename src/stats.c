@@ -103,6 +103,7 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->unpins += from->unpins;
     to->evictions_written += from->evictions_written;
     to->evictions_clean += from->evictions_clean;
+    to->evictions_advised += from->evictions_advised;
     to->evictions_abandoned += from->evictions_abandoned;
     to->loads += from->loads;
     to->load_waits += from->load_waits;
@@ -174,6 +175,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->swapped_bytes = swapped > 0 ? (uint64_t)swapped : 0;
         s->evictions_written = pp__atomic_load_relaxed(&node->sw.ev_written);
         s->evictions_clean = pp__atomic_load_relaxed(&node->sw.ev_clean);
+        s->evictions_advised = pp__atomic_load_relaxed(&node->sw.ev_advised);
         s->evictions_abandoned = pp__atomic_load_relaxed(&node->sw.ev_abandoned);
         s->loads = pp__atomic_load_relaxed(&node->sw.loads);
         s->load_waits = pp__atomic_load_relaxed(&node->sw.load_waits);

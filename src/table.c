@@ -35,6 +35,15 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
     if (node->dir == NULL)
         return PP_ENOMEM;
     pool->dir[node->index] = node->dir;
+    if (pool->swap) {
+        node->adv = pp__calloc(PP__SEG_MAX, sizeof *node->adv);
+        if (node->adv == NULL) {
+            pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+            node->dir = NULL;
+            pool->dir[node->index] = NULL;
+            return PP_ENOMEM;
+        }
+    }
     pp__atomic_store_relaxed(&node->mem_bound, bound);
     ck_stack_init(&node->free_slots);
     pp__atomic_store_relaxed(&node->put.next_slot, 0);
@@ -53,6 +62,30 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node)
     pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
     node->dir = NULL;
     pool->dir[node->index] = NULL;
+    if (node->adv != NULL) {
+        for (uint32_t s = 0; s < PP__SEG_MAX; s++)
+            pp__free(pp__atomic_load_relaxed(&node->adv[s]));
+        pp__free((void *)node->adv);
+        node->adv = NULL;
+    }
+}
+
+/* Makes sure advice segment s of node exists (swap pools): before the
+ * entry segment, so that every entry a lookup finds has its advice. */
+static bool pp__advseg_get(pp__node_t *node, uint32_t s)
+{
+    /* acquire: pairs with the release-install below. */
+    if (node->adv == NULL || pp__atomic_load_acquire(&node->adv[s]) != NULL)
+        return true;
+    pp__advseg_t *fresh = pp__calloc(1, sizeof *fresh);
+    if (fresh == NULL)
+        return false;
+    pp__advseg_t *expected = NULL;
+    /* acq_rel: release publishes the zeroed segment (and, through the
+     * entry segment's release-install that follows, to every lookup). */
+    if (!pp__atomic_cas_strong_acq_rel(&node->adv[s], &expected, fresh))
+        pp__free(fresh);
+    return true;
 }
 
 /* Makes sure segment s of node exists. */
@@ -62,6 +95,8 @@ static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t 
     pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s]);
     if (seg != NULL)
         return seg;
+    if (!pp__advseg_get(node, s))
+        return NULL;
     bool bound;
     pp__entry_t *fresh = pp__node_alloc(pool, node->index, PP__SEG_BYTES, &bound);
     if (fresh == NULL)

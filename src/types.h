@@ -124,6 +124,17 @@ typedef struct pp__swaprec {
     uint64_t sum;                        /* XXH3-64 of the stored bytes */
 } pp__swaprec_t;
 
+/* Eviction advice (advise.c), by slot, beside the table: one word per slot,
+ * (generation << 32) | PP_ADVISE_*, so advice given to an entry never
+ * applies to a later entry of the same slot; and one bit per slot set while
+ * the word says PP_ADVISE_WONTNEED, so the swap thread finds those entries
+ * without reading every word.  Allocated with the table's segment (swap
+ * pools only), never freed before destroy. */
+typedef struct pp__advseg {
+    _Atomic uint64_t word[PP__SEG_SLOTS];
+    _Atomic uint64_t wontneed[PP__SEG_SLOTS / 64];
+} pp__advseg_t;
+
 typedef struct pp__extent {
     uint64_t off, len;
 } pp__extent_t;
@@ -148,6 +159,7 @@ typedef struct pp__node {
     hwloc_cpuset_t cpuset;               /* the node's CPUs */
     hwloc_nodeset_t nodeset;             /* the node itself */
     pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
+    pp__advseg_t *_Atomic *adv;          /* [PP__SEG_MAX] advice (swap pools), beside dir */
     _Atomic int mem_bound;               /* dir, node and segments bound to the node */
 
     /* Producers -- final unpins and releases on any thread, and the ends
@@ -220,6 +232,8 @@ typedef struct pp__node {
         _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
         _Atomic uint64_t sw_written, sw_raw, sw_read, sw_used;
         _Atomic uint64_t csum_fail, io_errors;
+        _Atomic uint64_t advised;        /* wontneed bits set (advise.c) */
+        _Atomic uint64_t ev_advised;     /* evictions of WONTNEED entries */
         _Atomic uint64_t pass_seq;       /* last room request a pass served */
         _Atomic int pass_stuck;          /* that pass could free nothing */
         uint32_t hand, hand_end;         /* CLOCK hand, end of its turn (swap thread) */

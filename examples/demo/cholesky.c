@@ -128,6 +128,10 @@ typedef struct task {
     int kind, nin;
     int in[2];
     int out;
+    int group;                  /* right-looking: the step k; left: the panel */
+    unsigned advise;            /* bit x (x < 2): advise in[x] WONTNEED after the
+                                   task, bit 2: out -- no later task of the group
+                                   touches it (set_advice) */
 } task_t;
 
 typedef struct run {
@@ -224,15 +228,36 @@ static int pin_task_tiles(run_t *r, const pp_ref_t *in, int n_in, pp_ref_t out,
 
 /* Starts loading the tiles of the cfg->lookahead factorisation tasks
  * created after task t: libgomp runs ready tasks in about creation order
- * (main.c sets the lookahead to 0 on libomp, which does not). */
+ * (main.c sets the lookahead to 0 on libomp, which does not).  With hints,
+ * PP_ADVISE_WILLNEED: the load, and the hand spares the tile until the
+ * task pins it. */
 static void prefetch_after(run_t *r, int t)
 {
     for (int u = t + 1; u <= t + r->cfg->lookahead && u < r->ntasks; u++) {
         const task_t *next = &r->tasks[u];
-        for (int x = 0; x < next->nin; x++)
-            pp_prefetch(r->pool, r->ref[next->in[x]]);
-        pp_prefetch(r->pool, r->ref[next->out]);
+        for (int x = 0; x <= next->nin; x++) {
+            pp_ref_t ref = r->ref[x < next->nin ? next->in[x] : next->out];
+            if (r->cfg->hints)
+                pp_advise(r->pool, ref, PP_ADVISE_WILLNEED);
+            else
+                pp_prefetch(r->pool, ref);
+        }
         atomic_fetch_add_explicit(&r->prefetches, (uint64_t)next->nin + 1, memory_order_relaxed);
+    }
+}
+
+/* After task t: PP_ADVISE_WONTNEED for each tile no later task of its
+ * group touches (task_t.advise), so that when memory is short the pool
+ * evicts those before the tiles the group still works on. */
+static void advise_after(run_t *r, const task_t *task)
+{
+    for (int x = 0; x <= task->nin; x++) {
+        if (!(task->advise & (x < task->nin ? 1u << x : 4u)))
+            continue;
+        int rc = pp_advise(r->pool, r->ref[x < task->nin ? task->in[x] : task->out],
+                           PP_ADVISE_WONTNEED);
+        if (rc != 0)
+            task_failed(r, rc, "pp_advise");
     }
 }
 
@@ -309,11 +334,114 @@ static void run_task(run_t *r, int t)
     rc = pp_unpin_many(r->pool, all, (size_t)task->nin + 1);
     if (rc != 0)
         task_failed(r, rc, "pp_unpin_many");
+    if (r->cfg->hints)
+        advise_after(r, task);
     pp_quiescent(r->pool);
     count_done(r, demo_kernel_flops(task->kind, r->b));
 }
 
-/* The task list, in the order a right-looking Cholesky creates it. */
+/* The right-looking order (PLASMA, StarPU's examples, Dagger): step k
+ * factors column k and updates the whole trailing matrix with it, so each
+ * step sweeps every tile right of k -- with a matrix larger than memory,
+ * each tile is written and read back once per step. */
+static int build_right(run_t *r, task_t *tk)
+{
+    int T = r->T, t = 0;
+    for (int k = 0; k < T; k++) {
+        tk[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k), k, 0 };
+        for (int i = k + 1; i < T; i++)
+            tk[t++] = (task_t){ K_TRSM, 1, { demo_tile_index(k, k), 0 }, demo_tile_index(i, k),
+                                k, 0 };
+        for (int i = k + 1; i < T; i++) {
+            tk[t++] = (task_t){ K_SYRK, 1, { demo_tile_index(i, k), 0 }, demo_tile_index(i, i),
+                                k, 0 };
+            for (int j = k + 1; j < i; j++)
+                tk[t++] = (task_t){ K_GEMM, 2, { demo_tile_index(i, k), demo_tile_index(j, k) },
+                                    demo_tile_index(i, j), k, 0 };
+        }
+    }
+    return t;
+}
+
+/* The width of the panel that starts at column j0: as many columns as fit
+ * in budget tiles (at least one), each column's tiles and the one tile of
+ * the panel's row that the updates by a column k read with it. */
+static int panel_width(int T, int j0, int budget)
+{
+    int w = 0, tiles = 0;
+    while (j0 + w < T && (w == 0 || tiles + (T - j0 - w) + 1 <= budget)) {
+        tiles += T - j0 - w + 1;
+        w++;
+    }
+    return w;
+}
+
+/* The left-looking order, by panels of columns [j0, j0 + w): first every
+ * update of the panel by the columns left of it, column k by column k
+ * (each factored tile L_ik is read once per panel), then the panel is
+ * factored in place, right-looking within it.  A panel is sized to half
+ * the pool's limit (cfg->panel_tiles), so it stays resident while the
+ * factored tiles stream past it: each tile is written back about once
+ * after it is final, and read once per panel to its right -- against once
+ * per step in the right-looking order. */
+static int build_left(run_t *r, task_t *tk)
+{
+    int T = r->T, t = 0;
+    for (int j0 = 0; j0 < T;) {
+        int w = panel_width(T, j0, r->cfg->panel_tiles), j1 = j0 + w;
+        /* Column k's tile L_ik updates row i of the panel, then is done
+         * with for this panel; the panel's row of column k, L_jk for j in
+         * the panel, is read by every row. */
+        for (int k = 0; k < j0; k++)
+            for (int i = j0; i < T; i++)
+                for (int j = j0; j < j1 && j <= i; j++)
+                    tk[t++] = i == j ? (task_t){ K_SYRK, 1, { demo_tile_index(j, k), 0 },
+                                                 demo_tile_index(j, j), j0, 0 }
+                                     : (task_t){ K_GEMM, 2, { demo_tile_index(i, k),
+                                                              demo_tile_index(j, k) },
+                                                 demo_tile_index(i, j), j0, 0 };
+        for (int k = j0; k < j1; k++) {
+            tk[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k), j0, 0 };
+            for (int i = k + 1; i < T; i++)
+                tk[t++] = (task_t){ K_TRSM, 1, { demo_tile_index(k, k), 0 },
+                                    demo_tile_index(i, k), j0, 0 };
+            for (int j = k + 1; j < j1; j++) {
+                tk[t++] = (task_t){ K_SYRK, 1, { demo_tile_index(j, k), 0 },
+                                    demo_tile_index(j, j), j0, 0 };
+                for (int i = j + 1; i < T; i++)
+                    tk[t++] = (task_t){ K_GEMM, 2, { demo_tile_index(i, k), demo_tile_index(j, k) },
+                                        demo_tile_index(i, j), j0, 0 };
+            }
+        }
+        j0 = j1;
+    }
+    return t;
+}
+
+/* task_t.advise: walking the tasks backwards, a tile touched by a task of
+ * a group none of the later tasks (in creation order) touches is done with
+ * for that group. */
+static int set_advice(run_t *r, int ntiles)
+{
+    int *last_group = malloc((size_t)ntiles * sizeof *last_group);
+    if (last_group == NULL)
+        return -1;
+    for (int x = 0; x < ntiles; x++)
+        last_group[x] = -1;
+    for (int t = r->ntasks; t-- > 0;) {
+        task_t *task = &r->tasks[t];
+        for (int x = 0; x <= task->nin; x++) {
+            int tile = x < task->nin ? task->in[x] : task->out;
+            if (last_group[tile] != task->group)
+                task->advise |= x < task->nin ? 1u << x : 4u;
+            last_group[tile] = task->group;
+        }
+    }
+    free(last_group);
+    return 0;
+}
+
+/* The task list of the factorisation, in creation order (cfg->order). */
 static int build_tasks(run_t *r)
 {
     int T = r->T;
@@ -325,20 +453,14 @@ static int build_tasks(run_t *r)
     r->tasks = calloc(n, sizeof *r->tasks);
     if (r->tasks == NULL)
         return -1;
-    int t = 0;
-    for (int k = 0; k < T; k++) {
-        r->tasks[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k) };
-        for (int i = k + 1; i < T; i++)
-            r->tasks[t++] = (task_t){ K_TRSM, 1, { demo_tile_index(k, k), 0 }, demo_tile_index(i, k) };
-        for (int i = k + 1; i < T; i++) {
-            r->tasks[t++] = (task_t){ K_SYRK, 1, { demo_tile_index(i, k), 0 }, demo_tile_index(i, i) };
-            for (int j = k + 1; j < i; j++)
-                r->tasks[t++] = (task_t){ K_GEMM, 2, { demo_tile_index(i, k), demo_tile_index(j, k) },
-                                          demo_tile_index(i, j) };
-        }
+    r->ntasks = r->cfg->order == DEMO_ORDER_LEFT ? build_left(r, r->tasks)
+                                                 : build_right(r, r->tasks);
+    if ((size_t)r->ntasks != n) {
+        fprintf(stderr, "pinpool-demo: internal error: %d tasks made, %zu expected\n",
+                r->ntasks, n);
+        abort();
     }
-    r->ntasks = t;
-    return 0;
+    return set_advice(r, T * (T + 1) / 2);
 }
 
 /* ---- check --------------------------------------------------------------- */
@@ -409,16 +531,19 @@ out:
 
 /* ---- the phases ---------------------------------------------------------- */
 
-/* Runs fn(r, i, j) as one task per stored tile (i >= j), created row by
- * row or, by_column, column by column; returns when all have run. */
-static void tile_tasks(run_t *r, int by_column, void (*fn)(run_t *, int, int))
+/* Runs fn(r, i, j) as one task per stored tile (i >= j), created column
+ * by column, first to last or (backwards) last to first; returns when all
+ * have run. */
+static void tile_tasks(run_t *r, int backwards, void (*fn)(run_t *, int, int))
 {
     int T = r->T;
 #pragma omp parallel num_threads(r->cfg->threads)
 #pragma omp single
-    for (int a = 0; a < T; a++)
-        for (int b = by_column ? a : 0; b < (by_column ? T : a + 1); b++) {
-            int i = by_column ? b : a, j = by_column ? a : b;
+    for (int c = 0; c < T; c++)
+        for (int d = 0; d < T - (backwards ? T - 1 - c : c); d++) {
+            /* column j, its tiles from the diagonal down (backwards: the
+             * last column first, each from the bottom up) */
+            int j = backwards ? T - 1 - c : c, i = backwards ? T - 1 - d : j + d;
             TASK_CREATE_BEGIN();
 #pragma omp task firstprivate(i, j)
             {
@@ -436,6 +561,10 @@ static int make_pool(run_t *r)
     opt.mem_limit = cfg->mem_limit;
     opt.swap_dir = cfg->mem_limit != 0 ? cfg->swap_dir : NULL;
     opt.topology = cfg->topology;
+#ifdef PP_SWAP_DIRECT
+    if (cfg->direct)
+        opt.flags |= PP_SWAP_DIRECT;
+#endif
     int rc = pp_pool_create(&opt, &r->pool);
     if (rc != 0) {
         fprintf(stderr, "pinpool-demo: pp_pool_create (swap under %s, topology %s): %s (%s)\n",
@@ -471,6 +600,37 @@ static int phase_failed(run_t *r, const char *phase)
         return 0;
     fprintf(stderr, "pinpool-demo: %s failed\n", phase);
     return -1;
+}
+
+/* Runs the factorisation's tasks, ordered by the tiles' dependence
+ * tokens; returns when all have run. */
+static void factorize(run_t *r)
+{
+    const demo_config_t *cfg = r->cfg;
+#pragma omp parallel num_threads(cfg->threads)
+#pragma omp single
+    for (int t = 0; t < r->ntasks; t++) {
+        const task_t *task = &r->tasks[t];
+        char *in0 = task->nin > 0 ? &r->dep[task->in[0]] : &r->dep_none;
+        char *in1 = task->nin > 1 ? &r->dep[task->in[1]] : &r->dep_none;
+        char *out_dep = &r->dep[task->out];
+        TASK_CREATE_BEGIN();
+#pragma omp task firstprivate(t) depend(in: *in0, *in1) depend(inout: *out_dep)
+        {
+            run_task(r, t);
+            TASK_BODY_END();
+        }
+        TASK_CREATE_END();
+        /* Left-looking: a panel's tasks all run before the next panel's
+         * start.  Without this, the runtime runs every task whose tiles
+         * are ready, and the updates of all later panels by a column are
+         * ready as soon as the column is: libgomp then runs them at once,
+         * which is the right-looking order again, with its I/O. */
+        if (cfg->order == DEMO_ORDER_LEFT && t + 1 < r->ntasks &&
+            r->tasks[t + 1].group != task->group) {
+#pragma omp taskwait
+        }
+    }
 }
 
 int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res)
@@ -510,7 +670,9 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     /* Generate: one task a tile.  Each put may wait for the swap threads
      * to make room under the limit. */
     start_phase(r, PHASE_GENERATE, (uint64_t)ntiles);
-    tile_tasks(r, 0, generate_tile);
+    /* Backwards, so that the tiles the factorisation starts with (the
+     * first column) are made last and are still in memory. */
+    tile_tasks(r, 1, generate_tile);
     t1 = demo_now();
     res->t_generate = t1 - t0;
     if (phase_failed(r, "generate"))
@@ -519,21 +681,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     /* Factorize: the task graph, ordered by the tiles' dependence tokens. */
     start_phase(r, PHASE_FACTORIZE, (uint64_t)r->ntasks);
     t0 = demo_now();
-#pragma omp parallel num_threads(cfg->threads)
-#pragma omp single
-    for (int t = 0; t < r->ntasks; t++) {
-        const task_t *task = &r->tasks[t];
-        char *in0 = task->nin > 0 ? &r->dep[task->in[0]] : &r->dep_none;
-        char *in1 = task->nin > 1 ? &r->dep[task->in[1]] : &r->dep_none;
-        char *out_dep = &r->dep[task->out];
-        TASK_CREATE_BEGIN();
-#pragma omp task firstprivate(t) depend(in: *in0, *in1) depend(inout: *out_dep)
-        {
-            run_task(r, t);
-            TASK_BODY_END();
-        }
-        TASK_CREATE_END();
-    }
+    factorize(r);
     t1 = demo_now();
     res->t_factorize = t1 - t0;
     if (r->pool != NULL) {
@@ -554,7 +702,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     /* Check: ||A - L L^T|| tile by tile, through the pool. */
     start_phase(r, PHASE_CHECK, (uint64_t)ntiles);
     t0 = demo_now();
-    tile_tasks(r, 1, check_tile);
+    tile_tasks(r, 0, check_tile);
     t1 = demo_now();
     res->t_check = t1 - t0;
     if (phase_failed(r, "check"))

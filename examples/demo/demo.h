@@ -24,10 +24,16 @@ typedef struct demo_config {
     int nowait_tries;       /* PP_PIN_NOWAIT attempts before a blocking pin */
     int lookahead;          /* tasks ahead whose tiles a task prefetches */
     uint64_t seed;          /* of the matrix's entries */
+    int order;              /* DEMO_ORDER_RIGHT or DEMO_ORDER_LEFT */
+    int panel_tiles;        /* left-looking: tiles a panel may hold */
+    int hints;              /* pool mode: pp_advise (WONTNEED, WILLNEED) */
+    int direct;             /* pool mode with a limit: PP_SWAP_DIRECT */
     const char *topology;   /* pool mode: NULL (this machine) or an hwloc
                                synthetic string / XML file; then tiles are
                                spread over its nodes round-robin */
 } demo_config_t;
+
+enum { DEMO_ORDER_RIGHT, DEMO_ORDER_LEFT };
 
 /* What the progress thread reads while a run goes on.  Written by the run
  * (phase, totals) and by its tasks (done, flops); read at any time. */

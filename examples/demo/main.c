@@ -91,6 +91,16 @@ static void usage(FILE *f)
         "                        faults\n"
         "      --result          after each run, one line of key=value figures for\n"
         "                        scripts (examples/demo/compare reads it)\n"
+        "      --order ORDER     the factorisation's task order: left (default: by\n"
+        "                        panels of columns, made for out-of-core work: each\n"
+        "                        tile is written back about once) or right (step by\n"
+        "                        step, the trailing matrix swept each step)\n"
+        "      --panel TILES     left order: tiles a panel may hold (default: half\n"
+        "                        the memory limit)\n"
+        "      --no-hints        no pp_advise: no PP_ADVISE_WONTNEED after a tile's\n"
+        "                        last use in a group, pp_prefetch for the lookahead\n"
+        "      --direct          swap with PP_SWAP_DIRECT (O_DIRECT: swapped tiles\n"
+        "                        do not also sit in the page cache)\n"
         "  -q, --quiet           no progress line\n"
         "  -h, --help\n");
 }
@@ -130,11 +140,13 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+static int finish_options(options_t *o);
+
 static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
            O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY,
-           O_RETURN_MEMORY, O_RESULT };
+           O_RETURN_MEMORY, O_RESULT, O_ORDER, O_PANEL, O_NO_HINTS, O_DIRECT };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -153,6 +165,10 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "topology", required_argument, NULL, O_TOPOLOGY },
         { "return-memory", no_argument, NULL, O_RETURN_MEMORY },
         { "result", no_argument, NULL, O_RESULT },
+        { "order", required_argument, NULL, O_ORDER },
+        { "panel", required_argument, NULL, O_PANEL },
+        { "no-hints", no_argument, NULL, O_NO_HINTS },
+        { "direct", no_argument, NULL, O_DIRECT },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -161,6 +177,8 @@ static int parse_options(int argc, char **argv, options_t *o)
     c->n = 8192;
     c->b = 512;
     c->threads = omp_get_max_threads();
+    c->order = DEMO_ORDER_LEFT;
+    c->hints = 1;
     c->use_pool = 1;
     c->nowait_tries = 2;
     c->seed = 1;
@@ -214,6 +232,20 @@ static int parse_options(int argc, char **argv, options_t *o)
         case O_TOPOLOGY: c->topology = optarg; break;
         case O_RETURN_MEMORY: o->return_memory = 1; break;
         case O_RESULT: o->result_line = 1; break;
+        case O_ORDER:
+            if (strcmp(optarg, "left") == 0)
+                c->order = DEMO_ORDER_LEFT;
+            else if (strcmp(optarg, "right") == 0)
+                c->order = DEMO_ORDER_RIGHT;
+            else
+                goto bad;
+            break;
+        case O_PANEL:
+            if (parse_int(optarg, 1, 1 << 30, &c->panel_tiles) != 0)
+                goto bad;
+            break;
+        case O_NO_HINTS: c->hints = 0; break;
+        case O_DIRECT: c->direct = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -223,6 +255,21 @@ static int parse_options(int argc, char **argv, options_t *o)
         fprintf(stderr, "pinpool-demo: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
+    return finish_options(o);
+bad:
+    if (opt < 256)
+        fprintf(stderr, "pinpool-demo: bad value '%s' for -%c\n", optarg, opt);
+    else
+        fprintf(stderr, "pinpool-demo: bad value '%s' for --%s\n", optarg,
+                li >= 0 ? longopts[li].name : "?");
+    usage(stderr);
+    return -1;
+}
+
+/* The checks between options, and the defaults that depend on others. */
+static int finish_options(options_t *o)
+{
+    demo_config_t *c = &o->cfg;
     if (c->n % c->b != 0) {
         fprintf(stderr, "pinpool-demo: the matrix order (%d) must be a multiple of the "
                 "tile order (%d)\n", c->n, c->b);
@@ -260,6 +307,27 @@ static int parse_options(int argc, char **argv, options_t *o)
                 (double)c->mem_limit / MIB, c->threads, (double)tile / MIB, (double)need / MIB);
         return -1;
     }
+    /* Panels of half the limit (or of the default limit, so raw pointers
+     * and the pool without a limit run the same task graph). */
+    if (c->panel_tiles == 0) {
+        /* Half the limit: the other half holds the workers' input tiles,
+         * the loads in flight and the slack below the pool's watermarks.
+         * At order 8192 with a quarter limit, panels of 14, 18 and 24
+         * tiles wrote 0.49, 0.57 and 0.69 GB and read 1.47, 1.42 and 1.49
+         * GB: larger panels are evicted while they are updated. */
+        int64_t half = (int64_t)(c->mem_limit / 2 / tile);
+        c->panel_tiles = half > 1 ? (int)half : 1;
+    }
+    if (c->direct && (o->no_limit || !c->use_pool)) {
+        fprintf(stderr, "pinpool-demo: --direct is for the pool with a limit\n");
+        return -1;
+    }
+#ifndef PP_SWAP_DIRECT
+    if (c->direct) {
+        fprintf(stderr, "pinpool-demo: --direct: this pinpool has no PP_SWAP_DIRECT\n");
+        return -1;
+    }
+#endif
     if (o->no_limit || !c->use_pool)
         c->mem_limit = 0;
     /* Prefetching the tiles of the next tasks in creation order pays when
@@ -268,16 +336,9 @@ static int parse_options(int argc, char **argv, options_t *o)
      * own newest task first: the guessed tiles were loaded for nothing and
      * evicted others, 2x the loads, 35% slower). */
     if (!o->lookahead_given)
-        c->lookahead = strcmp(demo_omp_runtime(), "libgomp") == 0 ? c->threads : 0;
+        c->lookahead = strcmp(demo_omp_runtime(), "libgomp") == 0 && c->order == DEMO_ORDER_RIGHT
+                           ? c->threads : 0;
     return 0;
-bad:
-    if (opt < 256)
-        fprintf(stderr, "pinpool-demo: bad value '%s' for -%c\n", optarg, opt);
-    else
-        fprintf(stderr, "pinpool-demo: bad value '%s' for --%s\n", optarg,
-                li >= 0 ? longopts[li].name : "?");
-    usage(stderr);
-    return -1;
 }
 
 /* ---------------------------------------------------------------------------
@@ -495,6 +556,7 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
            " clean), loads %" PRIu64 " (%" PRIu64 " waited for another's)\n",
            t->pins, t->evictions_written + t->evictions_clean, t->evictions_written,
            t->evictions_clean, t->loads, t->load_waits);
+    printf("  evictions of tiles advised PP_ADVISE_WONTNEED %" PRIu64 "\n", t->evictions_advised);
     printf("  NOWAIT pins that found a tile loading %" PRIu64 ", prefetches %" PRIu64
            ", PP_ENOMEM retries %" PRIu64 "\n", r->nowait_eagain, r->prefetches,
            r->enomem_retries);
@@ -540,10 +602,12 @@ static void result_line(const demo_config_t *c, const demo_result_t *r, int fail
 {
     struct rusage ru;
     long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
-    printf("result: impl=%s n=%d b=%d threads=%d limit=%zu factorize_s=%.4f total_s=%.4f "
+    printf("result: impl=%s order=%s hints=%d direct=%d n=%d b=%d threads=%d limit=%zu factorize_s=%.4f total_s=%.4f "
            "written=%" PRIu64 " read=%" PRIu64 " peak_resident=%" PRIu64 " peak_rss=%ld "
            "residual=%.3e ok=%d\n",
-           !c->use_pool ? "raw" : c->mem_limit == 0 ? "pool-nolimit" : "pool-limit", c->n, c->b,
+           !c->use_pool ? "raw" : c->mem_limit == 0 ? "pool-nolimit" : "pool-limit",
+           c->order == DEMO_ORDER_LEFT ? "left" : "right", c->use_pool && c->hints, c->direct,
+           c->n, c->b,
            c->threads, c->mem_limit, r->t_factorize, r->t_total, r->run_written, r->run_read,
            c->use_pool ? r->stats.resident_peak : 0, rss * 1024L, r->residual, failed == 0);
 }
@@ -556,6 +620,13 @@ static void header(const demo_config_t *c, int tiles, uint64_t matrix, uint64_t 
            c->n, c->b, c->b, T, tiles, (double)matrix / MIB, (double)tile / MIB);
     printf("  %d threads on %s, one BLAS thread per task (OpenBLAS %s)\n", c->threads,
            demo_omp_runtime(), openblas_get_corename());
+    if (c->order == DEMO_ORDER_LEFT)
+        printf("  task order: left-looking, panels of up to %d tiles\n", c->panel_tiles);
+    else
+        printf("  task order: right-looking\n");
+    if (c->use_pool)
+        printf("  eviction hints: %s\n", c->hints ? "PP_ADVISE_WONTNEED after a tile's last use "
+               "in its panel or step, PP_ADVISE_WILLNEED ahead" : "none (--no-hints)");
     if (c->use_pool && c->lookahead > 0)
         printf("  tasks prefetch the tiles of the next %d task%s in creation order\n",
                c->lookahead, c->lookahead == 1 ? "" : "s");

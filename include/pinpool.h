@@ -427,7 +427,9 @@ PP_API int pp_prefetch(pp_pool_t *pool, pp_ref_t ref);
  *     first (a fixed order, so that data swept again and again keeps a
  *     fixed part resident); the CLOCK hand gives them no second chance.
  *     An eviction consumes the advice; a pin does not (advise again after
- *     the last use).  Nothing is evicted before memory is short.
+ *     the last use).  Advice to an entry that is not in memory when the
+ *     swap thread next looks is dropped (it has nothing to evict; advise
+ *     it again once loaded).  Nothing is evicted before memory is short.
  *   PP_ADVISE_WILLNEED: starts loading a swapped entry (as pp_prefetch),
  *     and the hand passes it over once before its usual second chance, so
  *     a tile prefetched for a task is not evicted before the task pins it.

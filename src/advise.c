@@ -33,15 +33,15 @@ static inline pp__advseg_t *pp__advseg(const pp__node_t *node, uint32_t slot)
     return pp__atomic_load_acquire(&node->adv[slot >> PP__SEG_SHIFT]);
 }
 
-unsigned pp__advice_of(const pp__node_t *node, const pp__entry_t *e, uint64_t pw)
+unsigned pp__advice_of(const pp__node_t *node, uint32_t slot, uint64_t pw)
 {
     if (node->adv == NULL)
         return PP_ADVISE_NORMAL;
-    const pp__advseg_t *seg = pp__advseg(node, e->slot);
+    const pp__advseg_t *seg = pp__advseg(node, slot);
     if (seg == NULL)
         return PP_ADVISE_NORMAL;
     /* relaxed: a hint, validated by its generation. */
-    uint64_t w = pp__atomic_load_relaxed(&seg->word[e->slot & (PP__SEG_SLOTS - 1)]);
+    uint64_t w = pp__atomic_load_relaxed(&seg->word[slot & (PP__SEG_SLOTS - 1)]);
     return (uint32_t)(w >> 32) == pp__word_gen(pw) ? (unsigned)(w & 0xffu) : PP_ADVISE_NORMAL;
 }
 
@@ -63,19 +63,19 @@ static void pp__wontneed_bit(pp__node_t *node, pp__advseg_t *seg, uint32_t slot,
     }
 }
 
-void pp__advice_consume(pp__node_t *node, const pp__entry_t *e, uint64_t pw, unsigned advice)
+void pp__advice_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned advice)
 {
     if (node->adv == NULL)
         return;
-    pp__advseg_t *seg = pp__advseg(node, e->slot);
+    pp__advseg_t *seg = pp__advseg(node, slot);
     if (seg == NULL)
         return;
     uint64_t expect = ((uint64_t)pp__word_gen(pw) << 32) | advice;
     /* relaxed: a hint; a newer advice (the CAS fails) is kept. */
-    (void)pp__atomic_cas_strong_relaxed(&seg->word[e->slot & (PP__SEG_SLOTS - 1)], &expect,
+    (void)pp__atomic_cas_strong_relaxed(&seg->word[slot & (PP__SEG_SLOTS - 1)], &expect,
                                         (uint64_t)pp__word_gen(pw) << 32);
     if (advice == PP_ADVISE_WONTNEED)
-        pp__wontneed_bit(node, seg, e->slot, false);
+        pp__wontneed_bit(node, seg, slot, false);
 }
 
 void pp__advice_forget(pp__node_t *node, uint32_t slot)
@@ -127,12 +127,13 @@ int pp_advise(pp_pool_t *pool, pp_ref_t ref, unsigned advice)
     if (!pool->swap)
         return 0;                        /* nothing is ever evicted */
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
-    pp__advseg_t *seg = pp__advseg(node, e->slot);
+    uint32_t slot = pp_ref_slot(ref);    /* the ref's, not e->slot: no ordering needed */
+    pp__advseg_t *seg = pp__advseg(node, slot);
     PP__CHECK(seg != NULL);              /* installed before the entry's segment */
     /* relaxed: a hint for the swap thread, tagged with the generation. */
-    pp__atomic_store_relaxed(&seg->word[e->slot & (PP__SEG_SLOTS - 1)],
+    pp__atomic_store_relaxed(&seg->word[slot & (PP__SEG_SLOTS - 1)],
                              ((uint64_t)pp_ref_gen(ref) << 32) | advice);
-    pp__wontneed_bit(node, seg, e->slot, advice == PP_ADVISE_WONTNEED);
+    pp__wontneed_bit(node, seg, slot, advice == PP_ADVISE_WONTNEED);
     if (advice == PP_ADVISE_WILLNEED && !(pw & PP__F_RESIDENT))
         return pp__load_start(pool, e, ref);
     return 0;

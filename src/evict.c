@@ -121,17 +121,17 @@ static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
  * passed over for its recency bit or its WILLNEED advice; with ignore_ref
  * it is taken anyway, and so is one advised WONTNEED. */
 static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                              bool ignore_ref, uint64_t *spared)
+                              uint32_t slot, bool ignore_ref, uint64_t *spared)
 {
     const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if ((pw & (want | bad)) == want) {
-        unsigned advice = pp__advice_of(node, e, pw);
+        unsigned advice = pp__advice_of(node, slot, pw);
         if (advice == PP_ADVISE_WONTNEED) {
             ignore_ref = true;
         } else if (advice == PP_ADVISE_WILLNEED && !ignore_ref) {
-            pp__advice_consume(node, e, pw, advice);   /* spared once more */
+            pp__advice_consume(node, slot, pw, advice);   /* spared once more */
             (*spared)++;
             return 0;
         }
@@ -201,8 +201,8 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
             pp__data_free(type, data, size);
             pp__atomic_sub_relaxed(&node->put.resident_bytes, size);
             pp__counter_add(write ? &node->sw.ev_written : &node->sw.ev_clean, 1);
-            if (pp__advice_of(node, e, done) == PP_ADVISE_WONTNEED) {
-                pp__advice_consume(node, e, done, PP_ADVISE_WONTNEED);
+            if (pp__advice_of(node, slot, done) == PP_ADVISE_WONTNEED) {
+                pp__advice_consume(node, slot, done, PP_ADVISE_WONTNEED);
                 pp__counter_add(&node->sw.ev_advised, 1);
             }
             pp__mem_unreserve(pool, size);
@@ -221,11 +221,14 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     return 0;
 }
 
-static bool pp__evict_needed(pp_pool_t *pool)
+/* Whether the pool is above mark, counting the room loaders wait for. */
+static bool pp__above(pp_pool_t *pool, uint64_t mark)
 {
     uint64_t want = pp__atomic_load_relaxed(&pool->room_want);
-    return pp__atomic_load_relaxed(&pool->resident) + want > pool->low_wm;
+    return pp__atomic_load_relaxed(&pool->resident) + want > mark;
 }
+
+static bool pp__evict_needed(pp_pool_t *pool) { return pp__above(pool, pool->low_wm); }
 
 /* Evicts entries advised PP_ADVISE_WONTNEED (advise.c), before the hand
  * turns: clean ones first (no write), then dirty ones, highest slot first;
@@ -243,17 +246,23 @@ static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force
             pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
             pp__entry_t *e = &seg[slot & (PP__SEG_SLOTS - 1)];
             uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-            if (pp__advice_of(node, e, pw) != PP_ADVISE_WONTNEED ||
-                (pw & (PP__F_LIVE | PP__F_RESIDENT | PP__F_DEAD)) !=
-                    (PP__F_LIVE | PP__F_RESIDENT)) {
-                if (!(pw & PP__F_BUSY))  /* a load may make it resident again */
-                    pp__advice_forget(node, slot);
+            unsigned advice = pp__advice_of(node, slot, pw);
+            if (advice != PP_ADVISE_WONTNEED) {
+                pp__advice_forget(node, slot);   /* advised again, or stale */
+                continue;
+            }
+            if ((pw & (PP__F_LIVE | PP__F_RESIDENT | PP__F_DEAD)) != (PP__F_LIVE | PP__F_RESIDENT)) {
+                /* Nothing to evict: dead, or swapped (the advice to an
+                 * entry not in memory is dropped); a load in flight may
+                 * make it resident, so its advice waits for the next pass. */
+                if (!(pw & PP__F_BUSY))
+                    pp__advice_consume(node, slot, pw, PP_ADVISE_WONTNEED);
                 continue;
             }
             bool clean = (pw & PP__F_SWAPPED) && !(pw & PP__F_DIRTY);
             if (clean_only && !clean)
                 continue;
-            uint64_t got = pp__evict_one(pool, node, e, true, &spared);
+            uint64_t got = pp__evict_one(pool, node, e, slot, true, &spared);
             if (got > 0) {
                 freed += got;
                 *force = false;
@@ -276,8 +285,18 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         slots = PP__MAX_SLOTS;
     uint64_t freed = 0, spared = 0, i = 0, sweeps = 2 * (uint64_t)slots;
     bool ignore_ref = false;
-    if (pp__atomic_load_relaxed(&node->sw.advised) != 0)
+    /* With advice, the hand evicts only down to the high watermark: the
+     * batch down to the low one is for advised entries, which keep coming
+     * as tasks end.  Taking it from the hand would evict entries still in
+     * use between two of their pins (a Cholesky's panel while it is
+     * updated: at order 16384 under a 256 MiB limit, 490 of its tiles
+     * written out and read back, against 0 advised ones left to take). */
+    uint64_t hand_mark = pool->low_wm;
+    if (pp__atomic_load_relaxed(&node->sw.advised) != 0 ||
+        pp__atomic_load_relaxed(&node->sw.ev_advised) != 0) {
         freed = pp__evict_advised(pool, node, &force);
+        hand_mark = pool->high_wm;
+    }
     for (;;) {
         if (i == sweeps) {
             if (freed != 0 || spared == 0 || ignore_ref)
@@ -285,7 +304,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
             ignore_ref = true;           /* the third sweep */
             sweeps += slots;
         }
-        if (!force && !pp__evict_needed(pool))
+        if (!force && !pp__above(pool, hand_mark))
             break;
         i++;
         /* A turn of the hand covers the slots there were when it began:
@@ -301,14 +320,14 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
         if (seg == NULL)
             continue;
-        uint64_t got = pp__evict_one(pool, node, &seg[slot & (PP__SEG_SLOTS - 1)], ignore_ref,
-                                     &spared);
+        uint64_t got = pp__evict_one(pool, node, &seg[slot & (PP__SEG_SLOTS - 1)], slot,
+                                     ignore_ref, &spared);
         if (got > 0) {
             freed += got;
             force = false;
         }
     }
-    *stuck = freed == 0 && i == sweeps && (force || pp__evict_needed(pool));
+    *stuck = freed == 0 && i == sweeps && (force || pp__above(pool, hand_mark));
     return freed;
 }
 

@@ -208,10 +208,13 @@ int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evict
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
 
 /* advise.c -- eviction advice beside the table (swap pools). */
-/* The advice of e whose word is pw (PP_ADVISE_NORMAL if none or stale). */
-unsigned pp__advice_of(const pp__node_t *node, const pp__entry_t *e, uint64_t pw);
-/* Drops advice of e (generation of pw) if it is still advice. */
-void pp__advice_consume(pp__node_t *node, const pp__entry_t *e, uint64_t pw, unsigned advice);
+/* The advice of the entry in slot whose word is pw (PP_ADVISE_NORMAL if
+ * none or stale).  slot is the caller's (the hand's, the ref's): the
+ * entry's own field is read only under the orderings entry.h lists. */
+unsigned pp__advice_of(const pp__node_t *node, uint32_t slot, uint64_t pw);
+/* Drops the advice of the entry in slot (generation of pw) if it still is
+ * that advice. */
+void pp__advice_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned advice);
 /* Clears slot's wontneed bit (the entry has nothing to evict). */
 void pp__advice_forget(pp__node_t *node, uint32_t slot);
 /* The next slot below *slot (UINT32_MAX: the top) whose wontneed bit is

@@ -129,9 +129,11 @@ typedef struct task {
     int in[2];
     int out;
     int group;                  /* right-looking: the step k; left: the panel */
-    unsigned advise;            /* bit x (x < 2): advise in[x] WONTNEED after the
-                                   task, bit 2: out -- no later task of the group
-                                   touches it (set_advice) */
+    int wave;                   /* left: the column k whose updates (or, in the
+                                   panel, whose factorisation) the task does */
+    int left[3];                /* in[0], in[1], out: index of the count of the
+                                   group's tasks still to touch that tile
+                                   (run_t.left, set_advice) */
 } task_t;
 
 typedef struct run {
@@ -152,6 +154,7 @@ typedef struct run {
     _Atomic int failed;         /* first error seen by a task (0: none) */
     _Atomic int potrf_info;     /* first nonzero LAPACKE_dpotrf info */
     _Atomic uint64_t nowait_eagain, enomem_retries, prefetches;
+    _Atomic int *left;          /* per tile and group: its tasks not yet run */
 } run_t;
 
 /* The run's flags and counters are relaxed: tasks only read them to stop
@@ -246,13 +249,18 @@ static void prefetch_after(run_t *r, int t)
     }
 }
 
-/* After task t: PP_ADVISE_WONTNEED for each tile no later task of its
- * group touches (task_t.advise), so that when memory is short the pool
- * evicts those before the tiles the group still works on. */
+/* After a task: PP_ADVISE_WONTNEED for each of its tiles that no other task
+ * of its group still has to touch, so that when memory is short the pool
+ * evicts those before the tiles the group still works on.  Counted, not
+ * taken from the creation order: the runtime runs a group's ready tasks in
+ * any order (a tile's last task in creation order often ran before the
+ * others, and the hint then evicted it under their feet). */
 static void advise_after(run_t *r, const task_t *task)
 {
     for (int x = 0; x <= task->nin; x++) {
-        if (!(task->advise & (x < task->nin ? 1u << x : 4u)))
+        /* relaxed: a count of tasks; the hint orders nothing. */
+        if (atomic_fetch_sub_explicit(&r->left[task->left[x < task->nin ? x : 2]], 1,
+                                      memory_order_relaxed) != 1)
             continue;
         int rc = pp_advise(r->pool, r->ref[x < task->nin ? task->in[x] : task->out],
                            PP_ADVISE_WONTNEED);
@@ -348,16 +356,16 @@ static int build_right(run_t *r, task_t *tk)
 {
     int T = r->T, t = 0;
     for (int k = 0; k < T; k++) {
-        tk[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k), k, 0 };
+        tk[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k), k, k, { 0, 0, 0 } };
         for (int i = k + 1; i < T; i++)
             tk[t++] = (task_t){ K_TRSM, 1, { demo_tile_index(k, k), 0 }, demo_tile_index(i, k),
-                                k, 0 };
+                                k, k, { 0, 0, 0 } };
         for (int i = k + 1; i < T; i++) {
             tk[t++] = (task_t){ K_SYRK, 1, { demo_tile_index(i, k), 0 }, demo_tile_index(i, i),
-                                k, 0 };
+                                k, k, { 0, 0, 0 } };
             for (int j = k + 1; j < i; j++)
                 tk[t++] = (task_t){ K_GEMM, 2, { demo_tile_index(i, k), demo_tile_index(j, k) },
-                                    demo_tile_index(i, j), k, 0 };
+                                    demo_tile_index(i, j), k, k, { 0, 0, 0 } };
         }
     }
     return t;
@@ -396,21 +404,21 @@ static int build_left(run_t *r, task_t *tk)
             for (int i = j0; i < T; i++)
                 for (int j = j0; j < j1 && j <= i; j++)
                     tk[t++] = i == j ? (task_t){ K_SYRK, 1, { demo_tile_index(j, k), 0 },
-                                                 demo_tile_index(j, j), j0, 0 }
+                                                 demo_tile_index(j, j), j0, k, { 0, 0, 0 } }
                                      : (task_t){ K_GEMM, 2, { demo_tile_index(i, k),
                                                               demo_tile_index(j, k) },
-                                                 demo_tile_index(i, j), j0, 0 };
+                                                 demo_tile_index(i, j), j0, k, { 0, 0, 0 } };
         for (int k = j0; k < j1; k++) {
-            tk[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k), j0, 0 };
+            tk[t++] = (task_t){ K_POTRF, 0, { 0, 0 }, demo_tile_index(k, k), j0, k, { 0, 0, 0 } };
             for (int i = k + 1; i < T; i++)
                 tk[t++] = (task_t){ K_TRSM, 1, { demo_tile_index(k, k), 0 },
-                                    demo_tile_index(i, k), j0, 0 };
+                                    demo_tile_index(i, k), j0, k, { 0, 0, 0 } };
             for (int j = k + 1; j < j1; j++) {
                 tk[t++] = (task_t){ K_SYRK, 1, { demo_tile_index(j, k), 0 },
-                                    demo_tile_index(j, j), j0, 0 };
+                                    demo_tile_index(j, j), j0, k, { 0, 0, 0 } };
                 for (int i = j + 1; i < T; i++)
                     tk[t++] = (task_t){ K_GEMM, 2, { demo_tile_index(i, k), demo_tile_index(j, k) },
-                                        demo_tile_index(i, j), j0, 0 };
+                                        demo_tile_index(i, j), j0, k, { 0, 0, 0 } };
             }
         }
         j0 = j1;
@@ -418,26 +426,36 @@ static int build_left(run_t *r, task_t *tk)
     return t;
 }
 
-/* task_t.advise: walking the tasks backwards, a tile touched by a task of
- * a group none of the later tasks (in creation order) touches is done with
- * for that group. */
+/* task_t.left and run_t.left: walking the tasks in creation order, a
+ * tile's touches by one group share one count (a group's tasks are made
+ * together), which starts at the number of them. */
 static int set_advice(run_t *r, int ntiles)
 {
-    int *last_group = malloc((size_t)ntiles * sizeof *last_group);
-    if (last_group == NULL)
+    int *count_of = malloc((size_t)ntiles * sizeof *count_of);
+    int *group_of = malloc((size_t)ntiles * sizeof *group_of);
+    r->left = calloc((size_t)r->ntasks * 3, sizeof *r->left);
+    if (count_of == NULL || group_of == NULL || r->left == NULL) {
+        free(count_of);
+        free(group_of);
         return -1;
+    }
+    int counts = 0;
     for (int x = 0; x < ntiles; x++)
-        last_group[x] = -1;
-    for (int t = r->ntasks; t-- > 0;) {
+        group_of[x] = -1;
+    for (int t = 0; t < r->ntasks; t++) {
         task_t *task = &r->tasks[t];
         for (int x = 0; x <= task->nin; x++) {
             int tile = x < task->nin ? task->in[x] : task->out;
-            if (last_group[tile] != task->group)
-                task->advise |= x < task->nin ? 1u << x : 4u;
-            last_group[tile] = task->group;
+            if (group_of[tile] != task->group) {
+                group_of[tile] = task->group;
+                count_of[tile] = counts++;
+            }
+            task->left[x < task->nin ? x : 2] = count_of[tile];
+            atomic_fetch_add_explicit(&r->left[count_of[tile]], 1, memory_order_relaxed);
         }
     }
-    free(last_group);
+    free(count_of);
+    free(group_of);
     return 0;
 }
 
@@ -621,13 +639,16 @@ static void factorize(run_t *r)
             TASK_BODY_END();
         }
         TASK_CREATE_END();
-        /* Left-looking: a panel's tasks all run before the next panel's
-         * start.  Without this, the runtime runs every task whose tiles
-         * are ready, and the updates of all later panels by a column are
-         * ready as soon as the column is: libgomp then runs them at once,
-         * which is the right-looking order again, with its I/O. */
+        /* Left-looking: the tasks of one column k (its updates of the
+         * panel, or its step of the panel's factorisation) all run before
+         * the next column's.  The runtime would otherwise run any task
+         * whose tiles are ready: the updates of later panels as soon as a
+         * column is done (the right-looking order again, with its I/O), and
+         * within a panel each tile's chain of updates depth first (libgomp
+         * runs the task a finished one made ready first), which reads
+         * every column left of the panel for each tile instead of once. */
         if (cfg->order == DEMO_ORDER_LEFT && t + 1 < r->ntasks &&
-            r->tasks[t + 1].group != task->group) {
+            (r->tasks[t + 1].group != task->group || r->tasks[t + 1].wave != task->wave)) {
 #pragma omp taskwait
         }
     }
@@ -765,6 +786,7 @@ out:
     free(r->raw);
     free(r->ref);
     free(r->tasks);
+    free((void *)r->left);
     free(r->dep);
     free(r->err2);
     free(r->norm2);

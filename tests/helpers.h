@@ -218,7 +218,9 @@ static inline bool check_pattern(const void *p, size_t n, uint64_t seed)
 /* Pools                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* pp_pool_create with PINPOOL_TEST_TOPOLOGY applied; returns its code. */
+/* pp_pool_create with PINPOOL_TEST_TOPOLOGY applied (and the build's
+ * PP_TEST_POOL_FLAGS ORed into the flags, if it defines them); returns its
+ * code. */
 static inline int test_pool_create(const pp_options_t *opt, pp_pool_t **out)
 {
     pp_options_t o = PP_OPTIONS_INIT;
@@ -229,6 +231,9 @@ static inline int test_pool_create(const pp_options_t *opt, pp_pool_t **out)
         if (t && *t)
             o.topology = t;
     }
+#ifdef PP_TEST_POOL_FLAGS
+    o.flags |= PP_TEST_POOL_FLAGS;       /* e.g. test_swap_direct: PP_SWAP_DIRECT */
+#endif
     return pp_pool_create(&o, out);
 }
 

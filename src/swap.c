@@ -180,6 +180,9 @@ static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint
     pthread_mutex_unlock(&node->sw.space_lock);
 }
 
+static int pp__reader_start(pp_pool_t *pool, pp__node_t *node);
+static void pp__reader_stop(pp__node_t *node);
+
 /* ------------------------------------------------------------------------ */
 /* Open, close                                                               */
 /* ------------------------------------------------------------------------ */
@@ -213,6 +216,10 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
     /* The device's alignment must divide the store's page (swapdev.h). */
     PP__CHECK(dev->align >= 1 && dev->align <= PP__PAGE && PP__PAGE % dev->align == 0 &&
               (dev->align > 1) == dev->direct);
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        if ((rc = pp__reader_start(pool, pool->nodes[n])) != 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -222,6 +229,7 @@ void pp__swap_close(pp_pool_t *pool)
         pp__node_t *node = pool->nodes[n];
         if (node == NULL || node->sw.sdir == NULL)
             continue;
+        pp__reader_stop(node);
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
             pp__free(pp__atomic_load_relaxed(&node->sw.sdir[s]));
         pp__free((void *)node->sw.sdir);
@@ -580,9 +588,156 @@ size_t pp_read_left(const pp_reader_t *r)
     return r == NULL ? 0 : r->len - r->pos;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The read helper                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Each node has a read helper thread, which reads the second half of a
+ * large copy while the loading thread reads the first half and hashes it:
+ * the two reads overlap (on two CPUs for buffered I/O, two requests in
+ * flight for direct I/O), and the loader hashes the second half once it is
+ * in.  It serves one load at a time; a loader that finds it busy, or whose
+ * request it has not taken by the time the loader's own half is done,
+ * reads everything itself, so a helper that is slow to run (a busy
+ * machine) never makes a load wait for it to start. */
+enum { PP__RD_IDLE, PP__RD_POSTED, PP__RD_TAKEN, PP__RD_DONE };
+
+typedef struct pp__reader {
+    pthread_mutex_t lock;                /* everything below */
+    pthread_cond_t cond;                 /* state changed */
+    int state;                           /* PP__RD_* */
+    bool stop;
+    char *dst;                           /* the request: pp__read_all's */
+    size_t n, need;
+    uint64_t off;
+    int rc;                              /* its result, once DONE */
+    pp_pool_t *pool;
+    pp__node_t *node;
+    pthread_t thread;
+} pp__reader_t;
+
+/* Copies from this size on are read in two halves at once. */
+#define PP__SPLIT_MIN ((size_t)512 << 10)
+
+static void *pp__reader_main(void *arg)
+{
+    pp__reader_t *rd = arg;
+    (void)pp__bind_thread_to_node(rd->pool, rd->node->index, false);
+    pthread_mutex_lock(&rd->lock);
+    for (;;) {
+        while (rd->state != PP__RD_POSTED && !rd->stop)
+            pthread_cond_wait(&rd->cond, &rd->lock);
+        if (rd->stop)
+            break;
+        rd->state = PP__RD_TAKEN;
+        pthread_mutex_unlock(&rd->lock);
+        /* The loader does not touch dst[0, n) until DONE. */
+        int rc = pp__read_all(rd->pool, rd->node, rd->dst, rd->n, rd->need, rd->off);
+        pthread_mutex_lock(&rd->lock);
+        rd->rc = rc;
+        rd->state = PP__RD_DONE;
+        pthread_cond_broadcast(&rd->cond);
+    }
+    pthread_mutex_unlock(&rd->lock);
+    return NULL;
+}
+
+static int pp__reader_start(pp_pool_t *pool, pp__node_t *node)
+{
+    pp__reader_t *rd = pp__calloc(1, sizeof *rd);
+    if (rd == NULL)
+        return PP_ENOMEM;
+    rd->pool = pool;
+    rd->node = node;
+    if (pthread_mutex_init(&rd->lock, NULL) != 0) {
+        pp__free(rd);
+        return PP_ENOMEM;
+    }
+    if (pthread_cond_init(&rd->cond, NULL) != 0 ||
+        pthread_create(&rd->thread, NULL, pp__reader_main, rd) != 0) {
+        pthread_cond_destroy(&rd->cond);     /* harmless if its init failed: never used */
+        pthread_mutex_destroy(&rd->lock);
+        pp__free(rd);
+        return PP_ENOMEM;
+    }
+    node->sw.reader = rd;
+    return 0;
+}
+
+static void pp__reader_stop(pp__node_t *node)
+{
+    pp__reader_t *rd = node->sw.reader;
+    if (rd == NULL)
+        return;
+    pthread_mutex_lock(&rd->lock);
+    PP__CHECK(rd->state == PP__RD_IDLE);     /* no load runs at destroy */
+    rd->stop = true;
+    pthread_cond_broadcast(&rd->cond);
+    pthread_mutex_unlock(&rd->lock);
+    pthread_join(rd->thread, NULL);
+    pthread_cond_destroy(&rd->cond);
+    pthread_mutex_destroy(&rd->lock);
+    pp__free(rd);
+    node->sw.reader = NULL;
+}
+
+/* Hands the read of dst[0, n) (need bytes of copy) at off to the node's
+ * helper; false if it is busy with another load. */
+static bool pp__reader_post(pp__reader_t *rd, char *dst, size_t n, size_t need, uint64_t off)
+{
+    if (rd == NULL)
+        return false;
+    pthread_mutex_lock(&rd->lock);
+    bool posted = rd->state == PP__RD_IDLE && !rd->stop;
+    if (posted) {
+        rd->dst = dst;
+        rd->n = n;
+        rd->need = need;
+        rd->off = off;
+        rd->state = PP__RD_POSTED;
+        pthread_cond_signal(&rd->cond);
+    }
+    pthread_mutex_unlock(&rd->lock);
+    return posted;
+}
+
+/* Ends a posted read: its result if the helper took it (waiting for it to
+ * finish), or 1 if it had not started (withdrawn: the caller reads it). */
+static int pp__reader_end(pp__reader_t *rd)
+{
+    pthread_mutex_lock(&rd->lock);
+    int rc = 1;
+    if (rd->state != PP__RD_POSTED) {
+        while (rd->state != PP__RD_DONE)
+            pthread_cond_wait(&rd->cond, &rd->lock);
+        rc = rd->rc;
+    }
+    rd->state = PP__RD_IDLE;
+    pthread_mutex_unlock(&rd->lock);
+    return rc;
+}
+
+/* Reads dst[from, to) of the copy at off (from aligned), hashing each
+ * chunk just after it is read, while it is still in cache. */
+static int pp__fetch_part(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t from,
+                          size_t to, XXH3_state_t *xs)
+{
+    size_t a = pp__align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__READ_CHUNK;
+    for (size_t done = from; done < to;) {
+        size_t want = to - done > chunk ? chunk : to - done;
+        int rc = pp__read_all(pool, node, dst + done, pp__align_up(want, a), want, off + done);
+        if (rc != 0)
+            return rc;
+        (void)XXH3_64bits_update(xs, dst + done, want);
+        done += want;
+    }
+    return 0;
+}
+
 /* Reads the copy of len bytes at off into dst (from pp__io_alloc, of at
- * least len bytes, whole pages in direct mode), hashing each chunk just
- * after it is read, while it is still in cache; 0 or PP_EIO. */
+ * least len bytes, whole pages in direct mode), hashing it; a large copy
+ * in two halves at once, the second by the node's read helper.  0,
+ * PP_EIO or PP_ENOMEM. */
 static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t len,
                      uint64_t *sum)
 {
@@ -591,14 +746,20 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
         XXH3_freeState(xs);
         return PP_ENOMEM;
     }
-    size_t a = pp__align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__READ_CHUNK;
-    int rc = 0;
-    for (size_t done = 0; done < len && rc == 0;) {
-        size_t want = len - done > chunk ? chunk : len - done;
-        rc = pp__read_all(pool, node, dst + done, pp__align_up(want, a), want, off + done);
-        if (rc == 0)
-            (void)XXH3_64bits_update(xs, dst + done, want);
-        done += want;
+    size_t a = pp__align(pool), mid = len;
+    if (len >= PP__SPLIT_MIN) {
+        mid = len / 2 / PP__READ_CHUNK * PP__READ_CHUNK;
+        if (!pp__reader_post(node->sw.reader, dst + mid, pp__align_up(len - mid, a), len - mid,
+                             off + mid))
+            mid = len;
+    }
+    int rc = pp__fetch_part(pool, node, off, dst, 0, mid, xs);
+    if (mid < len) {
+        int hrc = pp__reader_end(node->sw.reader);
+        if (rc == 0 && hrc == 1)         /* withdrawn: not started */
+            rc = pp__fetch_part(pool, node, off, dst, mid, len, xs);
+        else if (rc == 0 && (rc = hrc) == 0)
+            (void)XXH3_64bits_update(xs, dst + mid, len - mid);
     }
     if (rc == 0) {
         *sum = XXH3_64bits_digest(xs);

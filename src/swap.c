@@ -594,9 +594,10 @@ size_t pp_read_left(const pp_reader_t *r)
 
 /* Each node has a read helper thread, which reads the second half of a
  * large copy while the loading thread reads the first half and hashes it:
- * the two reads overlap (on two CPUs for buffered I/O, two requests in
- * flight for direct I/O), and the loader hashes the second half once it is
- * in.  It serves one load at a time; a loader that finds it busy, or whose
+ * the two copies out of the page cache run on two CPUs at once, and the
+ * loader hashes the second half once it is in.  Buffered I/O only: with
+ * direct I/O the device is the limit, and two requests of 512 KiB in
+ * flight were slower than one of 1 MiB (swapbench, docs/performance.md).  It serves one load at a time; a loader that finds it busy, or whose
  * request it has not taken by the time the loader's own half is done,
  * reads everything itself, so a helper that is slow to run (a busy
  * machine) never makes a load wait for it to start. */
@@ -747,7 +748,7 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
         return PP_ENOMEM;
     }
     size_t a = pp__align(pool), mid = len;
-    if (len >= PP__SPLIT_MIN) {
+    if (a == 1 && len >= PP__SPLIT_MIN) {
         mid = len / 2 / PP__READ_CHUNK * PP__READ_CHUNK;
         if (!pp__reader_post(node->sw.reader, dst + mid, pp__align_up(len - mid, a), len - mid,
                              off + mid))

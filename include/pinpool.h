@@ -43,7 +43,9 @@
  * Swap (pp_options_t.swap_dir and mem_limit)
  * ---------------------------------------------------------------------------
  *  With a memory limit and a swap directory, each node domain also runs a
- *  swap thread.  When the resident bytes of the pool pass 15/16 of
+ *  swap thread (and a read helper thread, which reads the second half of a
+ *  large copy that a thread loads through the page cache while that thread
+ *  reads and checks the first).  When the resident bytes of the pool pass 15/16 of
  *  mem_limit (the high watermark), the swap threads evict unpinned, alive,
  *  not escaped entries of swappable types, chosen by CLOCK with a second
  *  chance (each pin sets a recency bit), in batches, until resident bytes

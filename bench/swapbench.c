@@ -1,7 +1,7 @@
 /*
  * swapbench -- swap-out and swap-in throughput of pinpool's swap tier for
  * 1 MiB entries, against plain pwrite/pread of the same bytes to a file in
- * the same directory: same process, same run, interleaved round by round
+ * the same directory (buffered, and with O_DIRECT against PP_SWAP_DIRECT): same process, same run, interleaved round by round
  * (the order alternates; an unrecorded warm-up round first), medians and
  * their ratio reported (docs/performance.md).  MB is 10^6 bytes.
  *
@@ -36,6 +36,14 @@
  * thread hand-offs.  No timing is asserted: exit 0 means the run completed
  * and every byte came back.
  *
+ * Direct I/O, in the same rounds (unless --buffered; --direct runs only
+ * this pair): the pool with PP_SWAP_DIRECT against the same baselines on
+ * an O_DIRECT file, from and into page-aligned buffers (posix_memalign,
+ * padded to whole pages), each entry written and read with one call.  The
+ * pool's entries are put from malloc'd memory, as a user's would be, so
+ * its writes go through its bounce buffer; what it loads is page-aligned.
+ * Reported as their own ratios: direct pool / direct baseline.
+ *
  * Defaults: 512 entries of 1 MiB through a 64 MiB memory limit (8x), so
  * the resident set is larger than the CPU's caches, as it is wherever a
  * swap tier is used.  With a limit that fits in the last-level cache
@@ -44,7 +52,8 @@
  * weighs more: that case is reported too (docs/performance.md, swapbench).
  *
  *   swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]
- *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE] [--quick]
+ *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE]
+ *             [--buffered | --direct] [--quick]
  */
 #define _GNU_SOURCE               /* syncfs */
 #include <pinpool.h>

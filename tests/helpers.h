@@ -59,7 +59,7 @@
 #include <sys/mman.h>
 /*
  * Criterion 2.4.1 cannot start under ThreadSanitizer ("Could not initialize
- * inheritable arena", Snaipe/Criterion#274): BoxFort maps its arena at
+ * inheritable arena", a known Criterion bug): BoxFort maps its arena at
  * 0x200000000000 + ((rand_r() & 0x3fffff) << 24), tries 10 such addresses,
  * and TSan has reserved nearly all of them.  rand_r is used by nothing else
  * in a test binary (pinpool and the tests never call it), so in TSan builds

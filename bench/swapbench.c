@@ -1,7 +1,7 @@
 /*
  * swapbench -- swap-out and swap-in throughput of pinpool's swap tier for
  * 1 MiB entries, against plain pwrite/pread of the same bytes to a file in
- * the same directory: same process, same run, interleaved round by round
+ * the same directory (buffered, and with O_DIRECT against PP_SWAP_DIRECT): same process, same run, interleaved round by round
  * (the order alternates; an unrecorded warm-up round first), medians and
  * their ratio reported (docs/performance.md).  MB is 10^6 bytes.
  *
@@ -36,6 +36,14 @@
  * thread hand-offs.  No timing is asserted: exit 0 means the run completed
  * and every byte came back.
  *
+ * Direct I/O, in the same rounds (unless --buffered; --direct runs only
+ * this pair): the pool with PP_SWAP_DIRECT against the same baselines on
+ * an O_DIRECT file, from and into page-aligned buffers (posix_memalign,
+ * padded to whole pages), each entry written and read with one call.  The
+ * pool's entries are put from malloc'd memory, as a user's would be, so
+ * its writes go through its bounce buffer; what it loads is page-aligned.
+ * Reported as their own ratios: direct pool / direct baseline.
+ *
  * Defaults: 512 entries of 1 MiB through a 64 MiB memory limit (8x), so
  * the resident set is larger than the CPU's caches, as it is wherever a
  * swap tier is used.  With a limit that fits in the last-level cache
@@ -44,7 +52,8 @@
  * weighs more: that case is reported too (docs/performance.md, swapbench).
  *
  *   swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]
- *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE] [--quick]
+ *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE]
+ *             [--buffered | --direct] [--quick]
  */
 #define _GNU_SOURCE               /* syncfs */
 #include <pinpool.h>
@@ -59,12 +68,16 @@
 #include <unistd.h>
 
 enum { OUT, IN };             /* phases */
-enum { POOL, BASE };          /* implementations */
+enum { POOL, BASE, DPOOL, DBASE, NIMPL };   /* implementations: buffered, direct */
 static const char *phase_name[2] = { "swap-out", "swap-in" };
-static const char *impl_name[2][2] = { { "pinpool", "pwrite" }, { "pinpool", "pread" } };
+static const char *impl_name[2][NIMPL] = {
+    { "pinpool", "pwrite", "pinpool-direct", "pwrite-direct" },
+    { "pinpool", "pread", "pinpool-direct", "pread-direct" },
+};
 
 static size_t n_entries = 512, entry_size = 1u << 20, mem_limit = 64u << 20;
 static int n_rounds = 5, compress, keep_all;
+static int run_buffered = 1, run_direct = 1;  /* --buffered, --direct: only that pair */
 static const char *swap_dir;
 static FILE *csv;
 static int dir_fd = -1;                  /* swap_dir, for syncfs */
@@ -74,7 +87,7 @@ static _Noreturn void usage(void)
 {
     fprintf(stderr, "usage: swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]\n"
                     "                 [--limit BYTES] [--compress] [--keep-all] [--csv FILE]\n"
-                    "                 [--quick]\n");
+                    "                 [--buffered | --direct] [--quick]\n");
     exit(2);
 }
 
@@ -149,20 +162,39 @@ static void settle(void)
         fail_sys("syncfs", swap_dir);
 }
 
-static unsigned char **make_buffers(int r)
+/* The bytes an O_DIRECT baseline moves per entry: whole blocks (4096). */
+static size_t padded(void)
+{
+    return (entry_size + 4095) / 4096 * 4096;
+}
+
+/* An entry's buffer: malloc (what a user hands the pool), or for the
+ * O_DIRECT baseline page-aligned and padded to whole pages (zeros). */
+static unsigned char *entry_alloc(int aligned)
+{
+    if (!aligned)
+        return malloc(entry_size);
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, padded()) != 0)
+        return NULL;
+    memset((unsigned char *)p + entry_size, 0, padded() - entry_size);
+    return p;
+}
+
+static unsigned char **make_buffers(int r, int aligned)
 {
     unsigned char **b = calloc(n_entries, sizeof *b);
     if (b == NULL)
         fail_sys("calloc", "buffer table");
     for (size_t i = 0; i < n_entries; i++) {
-        if ((b[i] = malloc(entry_size)) == NULL)
+        if ((b[i] = entry_alloc(aligned)) == NULL)
             fail_sys("malloc", "entry buffer");
         fill(b[i], i, r);
     }
     return b;
 }
 
-static void record(double mbps[2][2][64], int ph, int impl, int r, uint64_t bytes, double secs)
+static void record(double mbps[2][NIMPL][64], int ph, int impl, int r, uint64_t bytes, double secs)
 {
     if (bytes == 0 || secs <= 0) {
         fprintf(stderr, "swapbench: %s %s, round %d: nothing was %s\n", phase_name[ph],
@@ -187,16 +219,17 @@ static void stats(pp_pool_t *pool, pp_stats_t *s)
 static pp_node_stats_t sum;             /* swap counters over every round */
 static uint64_t peak;
 
-static void run_pool(double mbps[2][2][64], int r)
+static void run_pool(double mbps[2][NIMPL][64], int r, int direct)
 {
-    unsigned char **b = make_buffers(r);
+    int impl = direct ? DPOOL : POOL;
+    unsigned char **b = make_buffers(r, 0);
     pp_ref_t *refs = calloc(n_entries, sizeof *refs);
     if (refs == NULL)
         fail_sys("calloc", "ref table");
     pp_options_t opt = PP_OPTIONS_INIT;
     opt.mem_limit = mem_limit;
     opt.swap_dir = swap_dir;
-    opt.flags = compress ? PP_SWAP_COMPRESS : 0u;
+    opt.flags = (compress ? PP_SWAP_COMPRESS : 0u) | (direct ? PP_SWAP_DIRECT : 0u);
     pp_pool_t *pool;
     int rc = pp_pool_create(&opt, &pool);
     if (rc != 0)
@@ -214,7 +247,7 @@ static void run_pool(double mbps[2][2][64], int r)
     }
     double t1 = now_s();
     stats(pool, &s1);
-    record(mbps, OUT, POOL, r, s1.total.swap_raw_written - s0.total.swap_raw_written, t1 - t0);
+    record(mbps, OUT, impl, r, s1.total.swap_raw_written - s0.total.swap_raw_written, t1 - t0);
 
     for (size_t i = 0; i < n_entries; i++) {          /* untimed check */
         if ((rc = pp_pin(pool, refs[i], 0, &p)) != 0)
@@ -234,7 +267,7 @@ static void run_pool(double mbps[2][2][64], int r)
     }
     t1 = now_s();
     stats(pool, &s1);
-    record(mbps, IN, POOL, r, (s1.total.loads - s0.total.loads) * entry_size, t1 - t0);
+    record(mbps, IN, impl, r, (s1.total.loads - s0.total.loads) * entry_size, t1 - t0);
 
 #define ADD(f) (sum.f += s1.total.f)
     ADD(evictions_written), ADD(evictions_clean), ADD(evictions_abandoned), ADD(loads);
@@ -257,16 +290,16 @@ static void run_pool(double mbps[2][2][64], int r)
  * a ring of keep buffers that outlives the call, as the pool's resident
  * entries do: entry i replaces entry i - keep.  With verify, checks each. */
 static void read_back(int fd, const char *path, unsigned char **ring, size_t keep, int r,
-                      int verify)
+                      int verify, int direct)
 {
+    size_t len = direct ? padded() : entry_size;
     for (size_t i = 0; i < n_entries; i++) {
         unsigned char **slot = &ring[i % keep];
         free(*slot);                    /* the pool's clean drop */
-        if ((*slot = malloc(entry_size)) == NULL)   /* a swap-in makes fresh memory */
+        if ((*slot = entry_alloc(direct)) == NULL)   /* a swap-in makes fresh memory */
             fail_sys("malloc", "entry buffer");
-        for (size_t done = 0; done < entry_size;) {
-            ssize_t n = pread(fd, *slot + done, entry_size - done,
-                              (off_t)(i * entry_size + done));
+        for (size_t done = 0; done < len;) {
+            ssize_t n = pread(fd, *slot + done, len - done, (off_t)(i * len + done));
             if (n == 0)
                 errno = ENODATA;
             if (n <= 0 && errno != EINTR)
@@ -274,7 +307,7 @@ static void read_back(int fd, const char *path, unsigned char **ring, size_t kee
             done += n > 0 ? (size_t)n : 0;
         }
         if (verify)
-            check(*slot, i, r, "pread");
+            check(*slot, i, r, direct ? "pread O_DIRECT" : "pread");
     }
 }
 
@@ -286,25 +319,26 @@ static void free_ring(unsigned char **ring, size_t keep)
     }
 }
 
-static void run_base(double mbps[2][2][64], int r)
+static void run_base(double mbps[2][NIMPL][64], int r, int direct)
 {
-    unsigned char **b = make_buffers(r);
+    int impl = direct ? DBASE : BASE;
+    size_t len = direct ? padded() : entry_size;
+    unsigned char **b = make_buffers(r, direct);
     char path[4096];
     if (snprintf(path, sizeof path, "%s/swapbench-%ld-%d.bin", swap_dir, (long)getpid(), r)
         >= (int)sizeof path) {
         fprintf(stderr, "swapbench: --dir too long\n");
         exit(1);
     }
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC, 0600);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | (direct ? O_DIRECT : 0), 0600);
     if (fd < 0)
         fail_sys("open", path);
 
     settle();
     double t0 = now_s();
     for (size_t i = 0; i < n_entries; i++) {
-        for (size_t done = 0; done < entry_size;) {
-            ssize_t n = pwrite(fd, b[i] + done, entry_size - done,
-                               (off_t)(i * entry_size + done));
+        for (size_t done = 0; done < len;) {
+            ssize_t n = pwrite(fd, b[i] + done, len - done, (off_t)(i * len + done));
             if (n == 0)
                 errno = EIO;
             if (n <= 0 && errno != EINTR)
@@ -315,19 +349,19 @@ static void run_base(double mbps[2][2][64], int r)
         b[i] = NULL;
     }
     double t1 = now_s();
-    record(mbps, OUT, BASE, r, (uint64_t)n_entries * entry_size, t1 - t0);
+    record(mbps, OUT, impl, r, (uint64_t)n_entries * entry_size, t1 - t0);
 
     /* An untimed pass that checks every entry, as the pool's, then the
      * timed one; b[] is now the ring. */
     size_t keep = keep_all ? n_entries : mem_limit / entry_size;
-    read_back(fd, path, b, keep, r, 1);
+    read_back(fd, path, b, keep, r, 1, direct);
     if (keep_all)
         free_ring(b, keep);
     t0 = now_s();
-    read_back(fd, path, b, keep, r, 0);
+    read_back(fd, path, b, keep, r, 0, direct);
     t1 = now_s();
     free_ring(b, keep);
-    record(mbps, IN, BASE, r, (uint64_t)n_entries * entry_size, t1 - t0);
+    record(mbps, IN, impl, r, (uint64_t)n_entries * entry_size, t1 - t0);
     free(b);
     if (close(fd) != 0)
         fail_sys("close", path);
@@ -377,6 +411,10 @@ int main(int argc, char **argv)
             keep_all = 1;
         else if (strcmp(a, "--quick") == 0)
             quick = 1;
+        else if (strcmp(a, "--buffered") == 0)
+            run_direct = 0;
+        else if (strcmp(a, "--direct") == 0)
+            run_buffered = 0;
         else
             usage();
     }
@@ -388,6 +426,8 @@ int main(int argc, char **argv)
         n_rounds = rounds > 64 ? 0 : (int)rounds;
     if (swap_dir == NULL)
         swap_dir = getenv("TMPDIR") != NULL && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (!run_buffered && !run_direct)
+        usage();                        /* --buffered and --direct */
     if (n_rounds < 1 || entry_size == 0 || mem_limit / 2 < entry_size ||
         n_entries / 2 < mem_limit / entry_size) {
         fprintf(stderr, "swapbench: need 1 <= rounds <= 64, size <= limit/2 and"
@@ -406,40 +446,52 @@ int main(int argc, char **argv)
     }
 
     printf("swapbench: %zu entries x %zu bytes (%s), mem_limit %zu, %d rounds, dir %s,"
-           " pread keeps %s\n", n_entries, entry_size,
+           " pread keeps %s, %s\n", n_entries, entry_size,
            compress ? "compressible, PP_SWAP_COMPRESS" : "incompressible", mem_limit, n_rounds,
-           swap_dir, keep_all ? "every buffer" : "limit/size buffers");
+           swap_dir, keep_all ? "every buffer" : "limit/size buffers",
+           run_buffered && run_direct ? "buffered and direct (O_DIRECT, PP_SWAP_DIRECT)"
+           : run_direct ? "direct only (O_DIRECT, PP_SWAP_DIRECT)" : "buffered only");
     fflush(stdout);
-    static double mbps[2][2][64];
-    /* Round -1 warms up the allocator, page cache and files; not recorded. */
+    static double mbps[2][NIMPL][64];
+    /* Round -1 warms up the allocator, page cache and files; not recorded.
+     * Each pair (pool, baseline) takes turns, the pool first in even
+     * rounds and the baseline first in odd ones. */
     for (int r = -1; r < n_rounds; r++) {
-        if (r < 0 || r % 2 == 0) {
-            run_pool(mbps, r);
-            run_base(mbps, r);
-        } else {
-            run_base(mbps, r);
-            run_pool(mbps, r);
+        for (int direct = 0; direct < 2; direct++) {
+            if (!(direct ? run_direct : run_buffered))
+                continue;
+            if (r < 0 || r % 2 == 0) {
+                run_pool(mbps, r, direct);
+                run_base(mbps, r, direct);
+            } else {
+                run_base(mbps, r, direct);
+                run_pool(mbps, r, direct);
+            }
+            if (r < 0)
+                continue;
+            int p = direct ? DPOOL : POOL, b = direct ? DBASE : BASE;
+            printf("  round %d%s (%s first): swap-out %8.1f / %8.1f MB/s = %.2f,"
+                   "  swap-in %8.1f / %8.1f MB/s = %.2f\n", r, direct ? ", direct" : "",
+                   r % 2 ? "baseline" : "pinpool", mbps[OUT][p][r], mbps[OUT][b][r],
+                   mbps[OUT][p][r] / mbps[OUT][b][r], mbps[IN][p][r], mbps[IN][b][r],
+                   mbps[IN][p][r] / mbps[IN][b][r]);
+            fflush(stdout);
         }
-        if (r < 0)
-            continue;
-        printf("  round %d (%s first): swap-out %8.1f / %8.1f MB/s = %.2f,"
-               "  swap-in %8.1f / %8.1f MB/s = %.2f\n", r, r % 2 ? "baseline" : "pinpool",
-               mbps[OUT][POOL][r], mbps[OUT][BASE][r], mbps[OUT][POOL][r] / mbps[OUT][BASE][r],
-               mbps[IN][POOL][r], mbps[IN][BASE][r], mbps[IN][POOL][r] / mbps[IN][BASE][r]);
-        fflush(stdout);
     }
 
-    printf("\n  %-9s %-8s %12s %12s %12s\n", "phase", "impl", "median MB/s", "min", "max");
-    double med[2][2];
+    printf("\n  %-9s %-14s %12s %12s %12s\n", "phase", "impl", "median MB/s", "min", "max");
+    double med[2][NIMPL];
     for (int ph = 0; ph < 2; ph++) {
-        for (int im = 0; im < 2; im++) {
-            double s[64];
-            memcpy(s, mbps[ph][im], sizeof s);
-            qsort(s, (size_t)n_rounds, sizeof *s, cmp_double);
+        for (int im = 0; im < NIMPL; im++) {
+            if (!((im >= DPOOL) ? run_direct : run_buffered))
+                continue;
+            double v[64];
+            memcpy(v, mbps[ph][im], sizeof v);
+            qsort(v, (size_t)n_rounds, sizeof *v, cmp_double);
             int n = n_rounds;
-            med[ph][im] = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-            printf("  %-9s %-8s %12.1f %12.1f %12.1f\n", phase_name[ph], impl_name[ph][im],
-                   med[ph][im], s[0], s[n_rounds - 1]);
+            med[ph][im] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+            printf("  %-9s %-14s %12.1f %12.1f %12.1f\n", phase_name[ph], impl_name[ph][im],
+                   med[ph][im], v[0], v[n_rounds - 1]);
         }
     }
     printf("\n  pool, all rounds and the warm-up: evictions_written %" PRIu64
@@ -453,8 +505,16 @@ int main(int argc, char **argv)
            sum.swap_raw_written ? (double)sum.swap_bytes_written / (double)sum.swap_raw_written
                                 : 0.0,
            sum.swap_bytes_read, sum.checksum_failures, sum.io_errors, peak, mem_limit);
-    printf("swap-out ratio (pinpool/pwrite): %.2f\n", med[OUT][POOL] / med[OUT][BASE]);
-    printf("swap-in ratio (pinpool/pread): %.2f\n", med[IN][POOL] / med[IN][BASE]);
+    if (run_buffered) {
+        printf("swap-out ratio (pinpool/pwrite): %.2f\n", med[OUT][POOL] / med[OUT][BASE]);
+        printf("swap-in ratio (pinpool/pread): %.2f\n", med[IN][POOL] / med[IN][BASE]);
+    }
+    if (run_direct) {
+        printf("swap-out ratio, direct (pinpool PP_SWAP_DIRECT/pwrite O_DIRECT): %.2f\n",
+               med[OUT][DPOOL] / med[OUT][DBASE]);
+        printf("swap-in ratio, direct (pinpool PP_SWAP_DIRECT/pread O_DIRECT): %.2f\n",
+               med[IN][DPOOL] / med[IN][DBASE]);
+    }
 
     if (csv != NULL && fclose(csv) != 0)
         fail_sys("fclose", csv_path);

@@ -43,7 +43,9 @@
  * Swap (pp_options_t.swap_dir and mem_limit)
  * ---------------------------------------------------------------------------
  *  With a memory limit and a swap directory, each node domain also runs a
- *  swap thread.  When the resident bytes of the pool pass 15/16 of
+ *  swap thread (and a read helper thread, which reads the second half of a
+ *  large copy that a thread loads through the page cache while that thread
+ *  reads and checks the first).  When the resident bytes of the pool pass 15/16 of
  *  mem_limit (the high watermark), the swap threads evict unpinned, alive,
  *  not escaped entries of swappable types, chosen by CLOCK with a second
  *  chance (each pin sets a recency bit), in batches, until resident bytes
@@ -79,6 +81,35 @@
  *  Swap files live in a private directory made with mkdtemp under
  *  swap_dir (mode 0700; files 0600, created O_EXCL), removed by
  *  pp_pool_destroy().
+ *
+ *  Direct I/O (PP_SWAP_DIRECT).  The swap files are opened with O_DIRECT,
+ *  so swapped bytes do not also sit in the page cache: the memory that
+ *  swapping costs the machine is mem_limit, not mem_limit plus the cache of
+ *  everything written or read.  The price is that every write and read
+ *  waits for the device (no write-behind, no read cache).  Needs a file
+ *  system that does direct I/O with alignment of at most 4096 bytes (ext4,
+ *  XFS, btrfs; tmpfs from Linux 6.6); where statx reports it
+ *  (STATX_DIOALIGN), the alignment is checked at create.  Space is handed
+ *  out in 4096-byte pages anyway, so copies start on a page; the last page
+ *  of a copy is padded with zeros on disk, and its checksum covers the
+ *  copy's own bytes only.  Data the pool allocates (entries it loads, LZ4
+ *  copies, copies read whole for a type's load) is page-aligned and
+ *  padded to whole pages, and goes straight between memory and the file;
+ *  an entry put in memory that is not page-aligned is written through a
+ *  1 MiB bounce buffer that each swap thread makes at its first write
+ *  (copied and hashed there; freed when the pool is destroyed).  Writes
+ *  and reads go in 1 MiB requests, so a PP_PIN_WRITE pin or a pp_get that
+ *  meets a write-out waits for at most one such request.  Nothing else
+ *  changes: I/O still runs on the swap threads and on the pinning threads
+ *  that load (blocking as described above), short writes and reads are
+ *  carried on from the block they stopped in, and the errors are those
+ *  above.  If the file system refuses O_DIRECT (open fails with EINVAL, as
+ *  on tmpfs before Linux 6.6) or needs more than 4096-byte alignment,
+ *  pp_pool_create returns PP_ENOTSUP and says why through the report hook
+ *  -- it does not quietly fall back to the page cache, because a pool
+ *  sized on the promise that swapped data leaves memory would then grow
+ *  the page cache behind its limit; a caller that prefers buffered I/O
+ *  retries without the flag.
  *
  * ---------------------------------------------------------------------------
  * Threads, progress and memory ordering
@@ -271,7 +302,8 @@ typedef struct pp_options {
      * topology that is not this machine's gives the same node domains,
      * reclaimers and tables, without CPU or memory binding. */
     const char *topology;
-    unsigned flags;                    /* PP_TRACK_PINS, PP_SWAP_COMPRESS */
+    unsigned flags;                    /* PP_TRACK_PINS, PP_SWAP_COMPRESS,
+                                          PP_SWAP_DIRECT */
     /* Where leak and misuse reports go, one line per call without a
      * trailing newline; NULL: standard error.  Called from the reporting
      * thread; must not call into the pool. */
@@ -286,6 +318,9 @@ typedef struct pp_options {
                                 also enabled by env PINPOOL_TRACK_PINS=1 */
 #define PP_SWAP_COMPRESS 0x2u /* LZ4-compress swap copies (kept raw when
                                 compression saves less than 1/16) */
+#define PP_SWAP_DIRECT   0x4u /* swap files opened O_DIRECT: swapped data
+                                bypasses the page cache (see "Direct I/O"
+                                under "Swap"); ignored without swap_dir */
 
 /* pp_put flags: choose the home node (0 <= n < number of nodes). */
 #define PP_ON_NODE(n) (0x100u | (((unsigned)(n) & 0xffu) << 16))
@@ -311,8 +346,10 @@ typedef struct pp_options {
  * per node, and starts one swap thread per node.
  * Errors: PP_EINVAL (NULL out, unknown flags, swap_dir without mem_limit),
  * PP_ETOPOLOGY (topology string or file not loadable), PP_ENOTSUP (more
- * than PP_MAX_NODES nodes), PP_EIO (swap directory or files could not be
- * made), PP_ENOMEM.  Blocking. */
+ * than PP_MAX_NODES nodes; or PP_SWAP_DIRECT on a file system that refuses
+ * O_DIRECT or needs more than 4096-byte alignment, reported through the
+ * report hook), PP_EIO (swap directory or files could not be made),
+ * PP_ENOMEM.  Blocking. */
 PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
 
 /* Destroys a pool.  If any entry is still pinned, reports each pinned entry

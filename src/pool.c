@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "swapdev.h"
 
-#define PP__POOL_FLAGS (PP_TRACK_PINS | PP_SWAP_COMPRESS)
+#define PP__POOL_FLAGS (PP_TRACK_PINS | PP_SWAP_COMPRESS | PP_SWAP_DIRECT)
 
 static _Atomic uint64_t pp__next_serial = 1;
 

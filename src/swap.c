@@ -23,9 +23,22 @@
  * are read straight into the entry's new memory and freed again on a
  * mismatch; compressed copies and those of types with a load are read
  * whole into pool memory, verified, then decompressed or handed to load.
+ *
+ * Direct I/O (PP_SWAP_DIRECT, a device whose align is above 1): every
+ * buffer, length and offset the device sees is aligned.  Offsets are (space
+ * comes in pages).  What the store allocates to read into or write from --
+ * a loaded entry's memory, a compressed copy, a copy read whole -- is
+ * page-aligned and padded to whole pages, so the bytes go straight between
+ * it and the device.  Memory the store did not allocate (an entry the user
+ * put, a type's saved stream) is written from its own memory where it is
+ * aligned, and otherwise through the swap thread's bounce buffer
+ * (PP__DIRECT_CHUNK, one per swap thread, made at its first direct write),
+ * copied and hashed there in cache-sized steps.  The last block is padded
+ * with zeros; checksums cover the copy's own bytes only.
  */
 #include <errno.h>
 #include <lz4.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -37,13 +50,15 @@
 #include "swapdev.h"
 
 #define PP__PAGE      4096u
-/* Writes go in chunks that stay in the L2 cache between their hash and
- * their copy into the page cache, and are the unit in which a pin stops a
- * write-out; reads go in larger chunks (fewer calls; the hash follows the
- * read).  Chosen with swapbench: 256 KiB writes beat 1 MiB ones, 1 MiB
- * reads beat 256 KiB ones. */
-#define PP__WRITE_CHUNK ((size_t)256 << 10)
-#define PP__READ_CHUNK  ((size_t)1 << 20)
+/* Buffered writes and reads go in chunks that stay in the L2 cache between
+ * the copy and the hash (the hash just before each write, just after each
+ * read); a write's chunks are the unit in which a pin stops a write-out.
+ * Direct writes and reads go in larger ones (the device is slower at
+ * smaller requests, and what it moves is not in cache anyway).  Chosen
+ * with swapbench (docs/performance.md). */
+#define PP__WRITE_CHUNK  ((size_t)256 << 10)
+#define PP__READ_CHUNK   ((size_t)256 << 10)
+#define PP__DIRECT_CHUNK ((size_t)1 << 20)
 
 /* ------------------------------------------------------------------------ */
 /* Records                                                                   */
@@ -165,6 +180,9 @@ static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint
     pthread_mutex_unlock(&node->sw.space_lock);
 }
 
+static int pp__reader_start(pp_pool_t *pool, pp__node_t *node);
+static void pp__reader_stop(pp__node_t *node);
+
 /* ------------------------------------------------------------------------ */
 /* Open, close                                                               */
 /* ------------------------------------------------------------------------ */
@@ -181,11 +199,26 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
             return PP_ENOMEM;
         }
     }
+    dev->direct = (opt->flags & PP_SWAP_DIRECT) != 0;
     int rc = dev->open(dev, opt->swap_dir, pool->nnodes);
+    if (rc != 0 && dev->direct && (rc == -EINVAL || rc == -EOPNOTSUPP)) {
+        pp__report(pool, "pinpool: swap: PP_SWAP_DIRECT: the file system under %s %s; "
+                   "pool not created (without PP_SWAP_DIRECT it would use the page cache)",
+                   opt->swap_dir, rc == -EINVAL ? "refuses O_DIRECT"
+                   : "needs direct I/O aligned to more than 4096 bytes");
+        return PP_ENOTSUP;
+    }
     if (rc != 0) {
         pp__report(pool, "pinpool: swap: cannot make the swap store under %s: %s",
                    opt->swap_dir, strerror(-rc));
         return rc == -ENOMEM ? PP_ENOMEM : PP_EIO;
+    }
+    /* The device's alignment must divide the store's page (swapdev.h). */
+    PP__CHECK(dev->align >= 1 && dev->align <= PP__PAGE && PP__PAGE % dev->align == 0 &&
+              (dev->align > 1) == dev->direct);
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        if ((rc = pp__reader_start(pool, pool->nodes[n])) != 0)
+            return rc;
     }
     return 0;
 }
@@ -196,6 +229,7 @@ void pp__swap_close(pp_pool_t *pool)
         pp__node_t *node = pool->nodes[n];
         if (node == NULL || node->sw.sdir == NULL)
             continue;
+        pp__reader_stop(node);
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
             pp__free(pp__atomic_load_relaxed(&node->sw.sdir[s]));
         pp__free((void *)node->sw.sdir);
@@ -264,6 +298,179 @@ int pp_write(pp_writer_t *w, const void *buf, size_t n)
     return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Device I/O                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* The device's alignment (1: buffered I/O). */
+static size_t pp__align(const pp_pool_t *pool)
+{
+    return pool->dev->align > 1 ? pool->dev->align : 1;
+}
+
+static size_t pp__align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+static bool pp__aligned(const void *p, size_t a)
+{
+    return (uintptr_t)p % a == 0;
+}
+
+/* Memory the store reads into or writes from: page-aligned and padded to
+ * whole pages in direct mode (so the device can move it straight), plain
+ * malloc otherwise (glibc reuses the chunks evictions just freed, where
+ * aligned requests of 1 MiB grow and trim the heap, a brk and ~50 page
+ * faults, on every load).  Freed with free(). */
+static void *pp__io_alloc(const pp_pool_t *pool, size_t n)
+{
+    if (pp__align(pool) == 1)
+        return pp__malloc(n > 0 ? n : 1);
+    void *p = NULL;
+    if (!pp__alloc_note() || posix_memalign(&p, PP__PAGE, pp__pages(n > 0 ? n : 1)) != 0)
+        return NULL;
+    return p;
+}
+
+/* Counts an I/O error of node and reports it (the 1st, 2nd, 4th, ...: no
+ * flood). */
+static void pp__io_error(pp_pool_t *pool, pp__node_t *node, const char *what, size_t n,
+                         uint64_t off, ssize_t r, const char *none, const char *kept)
+{
+    uint64_t k = pp__atomic_add_relaxed(&node->sw.io_errors, 1) + 1;
+    if ((k & (k - 1)) == 0)
+        pp__report(pool, "pinpool: swap: %s of %zu bytes at %llu on node %u failed: %s "
+                   "(I/O error %llu on this node; %s)", what, n, (unsigned long long)off,
+                   node->index, r < 0 ? strerror((int)-r) : none, (unsigned long long)k, kept);
+}
+
+/* Writes buf[0, n) at off, all of it.  A short write goes on where it
+ * stopped: in direct mode (buf, n and off aligned) from the start of the
+ * block it stopped in, which the device may have written in part.  0, or
+ * PP_EIO (counted and reported): a failure, or a write that made no
+ * progress. */
+static int pp__write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, size_t n,
+                         uint64_t off)
+{
+    size_t a = pp__align(pool), done = 0;
+    while (done < n) {
+        ssize_t r = pool->dev->write(pool->dev, node->index, buf + done, n - done, off + done);
+        size_t next = r > 0 && (size_t)r <= n - done ? (done + (size_t)r) / a * a : done;
+        if (r > 0 && (size_t)r == n - done)
+            next = n;
+        if (next == done) {
+            pp__io_error(pool, node, "write", n - done, off + done, r < 0 ? r : 0,
+                         "no progress", "entry kept resident");
+            return PP_EIO;
+        }
+        done = next;
+    }
+    return 0;
+}
+
+/* Reads the copy's need bytes at off into buf, asking for n >= need (in
+ * direct mode n, buf and off are aligned, and the bytes past need are the
+ * copy's padding).  A short read goes on where it stopped (in direct mode
+ * from the start of the block it stopped in).  0, or PP_EIO (counted and
+ * reported): a failure, or nothing there. */
+static int pp__read_all(pp_pool_t *pool, pp__node_t *node, char *buf, size_t n, size_t need,
+                        uint64_t off)
+{
+    size_t a = pp__align(pool), got = 0;
+    while (got < need) {
+        ssize_t r = pool->dev->read(pool->dev, node->index, buf + got, n - got, off + got);
+        size_t next = r > 0 && (size_t)r <= n - got ? (got + (size_t)r) / a * a : got;
+        if (r > 0 && (size_t)r <= n - got && got + (size_t)r >= need)
+            return 0;
+        if (next == got) {
+            pp__io_error(pool, node, "read", need - got, off + got, r < 0 ? r : 0,
+                         "copy shorter than written", "copy kept");
+            return PP_EIO;
+        }
+        got = next;
+    }
+    return 0;
+}
+
+/* The calling swap thread's bounce buffer for direct writes
+ * (PP__DIRECT_CHUNK bytes, page-aligned), made on first use and freed when
+ * the thread exits; NULL if it cannot be made. */
+static pthread_key_t pp__bounce_key;
+static pthread_once_t pp__bounce_once = PTHREAD_ONCE_INIT;
+static bool pp__bounce_keyed;
+static _Thread_local char *pp__bounce_buf;
+
+static void pp__bounce_key_make(void)
+{
+    pp__bounce_keyed = pthread_key_create(&pp__bounce_key, free) == 0;
+}
+
+static char *pp__bounce(void)
+{
+    if (pp__bounce_buf != NULL)
+        return pp__bounce_buf;
+    (void)pthread_once(&pp__bounce_once, pp__bounce_key_make);
+    void *p = NULL;
+    if (!pp__bounce_keyed || !pp__alloc_note() ||
+        posix_memalign(&p, PP__PAGE, PP__DIRECT_CHUNK) != 0)
+        return NULL;
+    if (pthread_setspecific(pp__bounce_key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    pp__bounce_buf = p;
+    return pp__bounce_buf;
+}
+
+/* Writes src[0, n) at off (aligned) in direct mode through the bounce
+ * buffer (n <= PP__DIRECT_CHUNK), copying and hashing it in cache-sized
+ * steps, the last block padded with zeros. */
+static int pp__write_bounced(pp_pool_t *pool, pp__node_t *node, char *bounce, XXH3_state_t *xs,
+                             const char *src, size_t n, uint64_t off)
+{
+    for (size_t k = 0; k < n; k += PP__WRITE_CHUNK) {
+        size_t m = n - k < PP__WRITE_CHUNK ? n - k : PP__WRITE_CHUNK;
+        memcpy(bounce + k, src + k, m);
+        (void)XXH3_64bits_update(xs, bounce + k, m);
+    }
+    size_t padded = pp__align_up(n, pp__align(pool));
+    memset(bounce + n, 0, padded - n);
+    return pp__write_all(pool, node, bounce, padded, off);
+}
+
+/* Writes out[0, len) at off, hashing it into xs, in chunks that check for a
+ * lost claim before each: buffered, each chunk hashed just before it is
+ * written; direct, straight from memory while out is aligned and whole
+ * blocks are left, the rest through the bounce buffer. */
+static int pp__write_copy(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
+                          XXH3_state_t *xs, const char *out, size_t len, uint64_t off)
+{
+    size_t a = pp__align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__WRITE_CHUNK;
+    char *bounce = NULL;
+    for (size_t done = 0; done < len;) {
+        PP__YIELD(EVICT);   /* between chunks of the write */
+        if (pp__claim_lost(e, claimed))
+            return PP_EAGAIN;
+        const char *p = out + done;
+        size_t n = len - done > chunk ? chunk : len - done;
+        int rc;
+        if (a == 1 || (pp__aligned(p, a) && n >= a)) {
+            n = n / a * a;               /* direct: the tail goes next time round */
+            (void)XXH3_64bits_update(xs, p, n);
+            rc = pp__write_all(pool, node, p, n, off + done);
+        } else {
+            if (bounce == NULL && (bounce = pp__bounce()) == NULL)
+                return PP_ENOMEM;
+            rc = pp__write_bounced(pool, node, bounce, xs, p, n, off + done);
+        }
+        if (rc != 0)
+            return rc;
+        done += n;
+    }
+    return 0;
+}
+
 /* Writes src[0, len) as the entry's copy: compressed if asked and worth it,
  * hashed chunk by chunk, in chunks that check for a lost claim. */
 static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
@@ -274,52 +481,41 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
     size_t outlen = len;
     if (pool->compress && len >= 256 && len <= (size_t)LZ4_MAX_INPUT_SIZE) {
         int bound = LZ4_compressBound((int)len);
-        cbuf = pp__malloc((size_t)bound);
+        cbuf = pp__io_alloc(pool, (size_t)bound);
         if (cbuf != NULL) {
             int c = LZ4_compress_default(src, cbuf, (int)len, bound);
             if (c > 0 && (size_t)c <= len - len / 16) {
                 out = cbuf;
                 outlen = (size_t)c;
+                /* Direct: written whole, padding included (zeros, not
+                 * whatever the allocation held). */
+                if (pp__align(pool) > 1)
+                    memset(cbuf + outlen, 0, pp__pages(outlen) - outlen);
             }
         }
     }
     uint64_t cap = pp__pages(outlen), off;
     int rc = pp__space_alloc(pool, node, cap, &off);
     if (rc != 0) {
-        pp__free(cbuf);
+        free(cbuf);
         return rc;
     }
     XXH3_state_t *xs = XXH3_createState();
     if (xs == NULL || XXH3_64bits_reset(xs) != XXH_OK) {
         XXH3_freeState(xs);
-        pp__free(cbuf);
+        free(cbuf);
         pp__space_free(pool, node, off, cap);
         return PP_ENOMEM;
     }
-    size_t done = 0, chunk_end = 0;
-    while (done < outlen) {
-        if (done == chunk_end) {
-            PP__YIELD(EVICT);   /* between chunks of the write */
-            if (pp__claim_lost(e, claimed)) {
-                rc = PP_EAGAIN;
-                break;
-            }
-            chunk_end = outlen - done > PP__WRITE_CHUNK ? done + PP__WRITE_CHUNK : outlen;
-            (void)XXH3_64bits_update(xs, out + done, chunk_end - done);
+    if (out == cbuf && pp__align(pool) > 1) {
+        /* All of it at once: the compressed copy is aligned and padded. */
+        rc = pp__claim_lost(e, claimed) ? PP_EAGAIN : 0;
+        if (rc == 0) {
+            (void)XXH3_64bits_update(xs, out, outlen);
+            rc = pp__write_all(pool, node, out, (size_t)cap, off);
         }
-        ssize_t r = pool->dev->write(pool->dev, node->index, out + done, chunk_end - done,
-                                     off + done);
-        if (r <= 0) {
-            uint64_t k = pp__atomic_add_relaxed(&node->sw.io_errors, 1) + 1;
-            if ((k & (k - 1)) == 0)      /* 1st, 2nd, 4th, ...: no flood */
-                pp__report(pool, "pinpool: swap: write of %zu bytes at %llu on node %u "
-                           "failed: %s (I/O error %llu on this node; entry kept resident)",
-                           chunk_end - done, (unsigned long long)(off + done), node->index,
-                           r < 0 ? strerror((int)-r) : "no progress", (unsigned long long)k);
-            rc = PP_EIO;
-            break;
-        }
-        done += (size_t)r;
+    } else {
+        rc = pp__write_copy(pool, node, e, claimed, xs, out, outlen, off);
     }
     if (rc == 0) {
         rec->off = off;
@@ -333,7 +529,7 @@ static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t
         pp__space_free(pool, node, off, cap);
     }
     XXH3_freeState(xs);
-    pp__free(cbuf);
+    free(cbuf);
     return rc;
 }
 
@@ -392,7 +588,157 @@ size_t pp_read_left(const pp_reader_t *r)
     return r == NULL ? 0 : r->len - r->pos;
 }
 
-/* Reads len bytes at off into dst, hashing them; 0 or PP_EIO. */
+/* ------------------------------------------------------------------------ */
+/* The read helper                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Each node has a read helper thread, which reads the second half of a
+ * large copy while the loading thread reads the first half and hashes it:
+ * the two copies out of the page cache run on two CPUs at once, and the
+ * loader hashes the second half once it is in.  Buffered I/O only: with
+ * direct I/O the device is the limit, and two requests of 512 KiB in
+ * flight were slower than one of 1 MiB (swapbench, docs/performance.md).  It serves one load at a time; a loader that finds it busy, or whose
+ * request it has not taken by the time the loader's own half is done,
+ * reads everything itself, so a helper that is slow to run (a busy
+ * machine) never makes a load wait for it to start. */
+enum { PP__RD_IDLE, PP__RD_POSTED, PP__RD_TAKEN, PP__RD_DONE };
+
+typedef struct pp__reader {
+    pthread_mutex_t lock;                /* everything below */
+    pthread_cond_t cond;                 /* state changed */
+    int state;                           /* PP__RD_* */
+    bool stop;
+    char *dst;                           /* the request: pp__read_all's */
+    size_t n, need;
+    uint64_t off;
+    int rc;                              /* its result, once DONE */
+    pp_pool_t *pool;
+    pp__node_t *node;
+    pthread_t thread;
+} pp__reader_t;
+
+/* Copies from this size on are read in two halves at once. */
+#define PP__SPLIT_MIN ((size_t)512 << 10)
+
+static void *pp__reader_main(void *arg)
+{
+    pp__reader_t *rd = arg;
+    (void)pp__bind_thread_to_node(rd->pool, rd->node->index, false);
+    pthread_mutex_lock(&rd->lock);
+    for (;;) {
+        while (rd->state != PP__RD_POSTED && !rd->stop)
+            pthread_cond_wait(&rd->cond, &rd->lock);
+        if (rd->stop)
+            break;
+        rd->state = PP__RD_TAKEN;
+        pthread_mutex_unlock(&rd->lock);
+        /* The loader does not touch dst[0, n) until DONE. */
+        int rc = pp__read_all(rd->pool, rd->node, rd->dst, rd->n, rd->need, rd->off);
+        pthread_mutex_lock(&rd->lock);
+        rd->rc = rc;
+        rd->state = PP__RD_DONE;
+        pthread_cond_broadcast(&rd->cond);
+    }
+    pthread_mutex_unlock(&rd->lock);
+    return NULL;
+}
+
+static int pp__reader_start(pp_pool_t *pool, pp__node_t *node)
+{
+    pp__reader_t *rd = pp__calloc(1, sizeof *rd);
+    if (rd == NULL)
+        return PP_ENOMEM;
+    rd->pool = pool;
+    rd->node = node;
+    if (pthread_mutex_init(&rd->lock, NULL) != 0) {
+        pp__free(rd);
+        return PP_ENOMEM;
+    }
+    if (pthread_cond_init(&rd->cond, NULL) != 0 ||
+        pthread_create(&rd->thread, NULL, pp__reader_main, rd) != 0) {
+        pthread_cond_destroy(&rd->cond);     /* harmless if its init failed: never used */
+        pthread_mutex_destroy(&rd->lock);
+        pp__free(rd);
+        return PP_ENOMEM;
+    }
+    node->sw.reader = rd;
+    return 0;
+}
+
+static void pp__reader_stop(pp__node_t *node)
+{
+    pp__reader_t *rd = node->sw.reader;
+    if (rd == NULL)
+        return;
+    pthread_mutex_lock(&rd->lock);
+    PP__CHECK(rd->state == PP__RD_IDLE);     /* no load runs at destroy */
+    rd->stop = true;
+    pthread_cond_broadcast(&rd->cond);
+    pthread_mutex_unlock(&rd->lock);
+    pthread_join(rd->thread, NULL);
+    pthread_cond_destroy(&rd->cond);
+    pthread_mutex_destroy(&rd->lock);
+    pp__free(rd);
+    node->sw.reader = NULL;
+}
+
+/* Hands the read of dst[0, n) (need bytes of copy) at off to the node's
+ * helper; false if it is busy with another load. */
+static bool pp__reader_post(pp__reader_t *rd, char *dst, size_t n, size_t need, uint64_t off)
+{
+    if (rd == NULL)
+        return false;
+    pthread_mutex_lock(&rd->lock);
+    bool posted = rd->state == PP__RD_IDLE && !rd->stop;
+    if (posted) {
+        rd->dst = dst;
+        rd->n = n;
+        rd->need = need;
+        rd->off = off;
+        rd->state = PP__RD_POSTED;
+        pthread_cond_signal(&rd->cond);
+    }
+    pthread_mutex_unlock(&rd->lock);
+    return posted;
+}
+
+/* Ends a posted read: its result if the helper took it (waiting for it to
+ * finish), or 1 if it had not started (withdrawn: the caller reads it). */
+static int pp__reader_end(pp__reader_t *rd)
+{
+    pthread_mutex_lock(&rd->lock);
+    int rc = 1;
+    if (rd->state != PP__RD_POSTED) {
+        while (rd->state != PP__RD_DONE)
+            pthread_cond_wait(&rd->cond, &rd->lock);
+        rc = rd->rc;
+    }
+    rd->state = PP__RD_IDLE;
+    pthread_mutex_unlock(&rd->lock);
+    return rc;
+}
+
+/* Reads dst[from, to) of the copy at off (from aligned), hashing each
+ * chunk just after it is read, while it is still in cache. */
+static int pp__fetch_part(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t from,
+                          size_t to, XXH3_state_t *xs)
+{
+    size_t a = pp__align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__READ_CHUNK;
+    for (size_t done = from; done < to;) {
+        size_t want = to - done > chunk ? chunk : to - done;
+        int rc = pp__read_all(pool, node, dst + done, pp__align_up(want, a), want, off + done);
+        if (rc != 0)
+            return rc;
+        (void)XXH3_64bits_update(xs, dst + done, want);
+        done += want;
+    }
+    return 0;
+}
+
+/* Reads the copy of len bytes at off into dst (from pp__io_alloc, of at
+ * least len bytes, whole pages in direct mode), hashing it; a large copy
+ * in two halves at once, the second by the node's read helper.  0,
+ * PP_EIO or PP_ENOMEM. */
 static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t len,
                      uint64_t *sum)
 {
@@ -401,33 +747,25 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
         XXH3_freeState(xs);
         return PP_ENOMEM;
     }
-    size_t done = 0;
-    int rc = 0;
-    while (done < len) {
-        size_t want = len - done > PP__READ_CHUNK ? PP__READ_CHUNK : len - done;
-        size_t got = 0;
-        while (got < want) {
-            ssize_t r = pool->dev->read(pool->dev, node->index, dst + done + got, want - got,
-                                        off + done + got);
-            if (r <= 0) {
-                uint64_t k = pp__atomic_add_relaxed(&node->sw.io_errors, 1) + 1;
-                if ((k & (k - 1)) == 0)
-                    pp__report(pool, "pinpool: swap: read of %zu bytes at %llu on node %u "
-                               "failed: %s (I/O error %llu on this node; copy kept)",
-                               want - got, (unsigned long long)(off + done + got), node->index,
-                               r < 0 ? strerror((int)-r) : "copy shorter than written",
-                               (unsigned long long)k);
-                rc = PP_EIO;
-                goto out;
-            }
-            got += (size_t)r;
-        }
-        (void)XXH3_64bits_update(xs, dst + done, want);
-        done += want;
+    size_t a = pp__align(pool), mid = len;
+    if (a == 1 && len >= PP__SPLIT_MIN) {
+        mid = len / 2 / PP__READ_CHUNK * PP__READ_CHUNK;
+        if (!pp__reader_post(node->sw.reader, dst + mid, pp__align_up(len - mid, a), len - mid,
+                             off + mid))
+            mid = len;
     }
-    *sum = XXH3_64bits_digest(xs);
-    pp__atomic_add_relaxed(&node->sw.sw_read, len);
-out:
+    int rc = pp__fetch_part(pool, node, off, dst, 0, mid, xs);
+    if (mid < len) {
+        int hrc = pp__reader_end(node->sw.reader);
+        if (rc == 0 && hrc == 1)         /* withdrawn: not started */
+            rc = pp__fetch_part(pool, node, off, dst, mid, len, xs);
+        else if (rc == 0 && (rc = hrc) == 0)
+            (void)XXH3_64bits_update(xs, dst + mid, len - mid);
+    }
+    if (rc == 0) {
+        *sum = XXH3_64bits_digest(xs);
+        pp__atomic_add_relaxed(&node->sw.sw_read, len);
+    }
     XXH3_freeState(xs);
     return rc;
 }
@@ -455,10 +793,7 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     int rc;
     void *mem = NULL;
     if (!custom) {
-        /* malloc, not posix_memalign: glibc reuses the chunks evictions
-         * just freed for malloc, while aligned requests of 1 MiB grow and
-         * trim the heap (a brk and ~50 page faults) on every load. */
-        mem = pp__malloc(e->size > 0 ? e->size : 1);
+        mem = pp__io_alloc(pool, e->size);
         if (mem == NULL)
             return PP_ENOMEM;
         if (rec->raw != e->size) {
@@ -478,7 +813,7 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
         *data = mem;
         return 0;
     }
-    char *stored = pp__malloc(rec->len > 0 ? rec->len : 1);
+    char *stored = pp__io_alloc(pool, rec->len);
     char *plain = NULL;
     if (stored == NULL) {
         free(mem);
@@ -506,7 +841,7 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     }
     if (custom)
         pp__free(plain);
-    pp__free(stored);
+    free(stored);
     if (rc != 0 && !custom)
         free(mem);
     return rc;

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +43,28 @@ static void pp__filedev_close(pp__swapdev_t *d)
     pp__free(d);
 }
 
+/* With O_DIRECT: 0 if page-aligned buffers, lengths and offsets suffice
+ * for fd; -EINVAL if its file system does no direct I/O, -EOPNOTSUPP if it
+ * needs more alignment.  Where the kernel does not report the alignment
+ * (statx without STATX_DIOALIGN, Linux before 6.1, or a file system that
+ * does not fill it in), the open's success is taken as the answer: 4096
+ * covers every logical block size up to a page. */
+static int pp__filedev_dio_check(int fd)
+{
+#ifdef STATX_DIOALIGN
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+        if (sx.stx_dio_mem_align == 0 || sx.stx_dio_offset_align == 0)
+            return -EINVAL;
+        if (sx.stx_dio_mem_align > PP__SWAP_ALIGN || sx.stx_dio_offset_align > PP__SWAP_ALIGN)
+            return -EOPNOTSUPP;
+    }
+#else
+    (void)fd;
+#endif
+    return 0;
+}
+
 static int pp__filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstreams)
 {
     pp__filedev_t *f = pp__calloc(1, sizeof *f);
@@ -65,14 +88,28 @@ static int pp__filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstre
         d->path[0] = '\0';
         return -err;
     }
+    int oflags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | (d->direct ? O_DIRECT : 0);
     for (unsigned s = 0; s < nstreams; s++) {
         char name[sizeof d->path + 32];
         pp__filedev_stream_name(d, s, name, sizeof name);
-        int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-            return -errno;               /* pp__filedev_close removes what exists */
+        int fd = open(name, oflags, 0600);
+        if (fd < 0) {
+            int err = errno;
+            /* A file system that refuses O_DIRECT may do so only after it
+             * made the file (tmpfs before Linux 6.6): the directory is
+             * private, so whatever is there is ours. */
+            if (d->direct && err == EINVAL)
+                unlink(name);
+            return -err;                 /* pp__filedev_close removes what exists */
+        }
         f->fds[s] = fd;
+        if (d->direct) {
+            int rc = pp__filedev_dio_check(fd);
+            if (rc != 0)
+                return rc;
+        }
     }
+    d->align = d->direct ? PP__SWAP_ALIGN : 1;
     return 0;
 }
 

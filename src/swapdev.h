@@ -12,21 +12,36 @@
  * on the same stream at other offsets, may run on different threads at
  * once; a device must be safe for that (pread/pwrite are).
  *
+ * Direct I/O (PP_SWAP_DIRECT): the pool sets `direct` before open; the
+ * device then bypasses the page cache (the file device opens its files
+ * O_DIRECT) and sets `align` to what every write and read needs: buffer
+ * address, length and offset all multiples of it.  The store hands out
+ * space in pages, so an alignment of up to one page (4096) is all a device
+ * may ask for; one that needs more fails its open with -EOPNOTSUPP, and
+ * one whose storage refuses direct I/O with -EINVAL.  A short write or
+ * read may stop anywhere, even inside a block: the caller goes on from the
+ * block it stopped in.
+ *
  * Every call returns a negative errno on failure, never sets errno.
  */
 #ifndef PP_SWAPDEV_H
 #define PP_SWAPDEV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 typedef struct pp__swapdev pp__swapdev_t;
 
+/* The most alignment a device may ask for: the store's page. */
+#define PP__SWAP_ALIGN 4096u
+
 struct pp__swapdev {
     /* Makes the device's storage for nstreams streams under parent.
-     * Pre: not open.  Post: 0 and every stream empty, or -errno and
-     * nothing left behind. */
+     * Pre: not open, `direct` set.  Post: 0, every stream empty and
+     * `align` set, or -errno and nothing left behind (-EINVAL: direct I/O
+     * refused; -EOPNOTSUPP: it needs more than page alignment). */
     int (*open)(pp__swapdev_t *d, const char *parent, unsigned nstreams);
     /* Writes up to n > 0 bytes at off.  Returns the count written (> 0; may
      * be short: the caller continues or gives up) or -errno (-EIO,
@@ -46,6 +61,12 @@ struct pp__swapdev {
     /* Removes everything open made (files, directory) and frees d.
      * Valid on a device that was never opened, or whose open failed. */
     void (*close)(pp__swapdev_t *d);
+    /* Set by the pool before open: bypass the page cache (PP_SWAP_DIRECT). */
+    bool direct;
+    /* Set by open: the alignment of buffers, lengths and offsets that
+     * write and read need (a power of two, at most PP__SWAP_ALIGN); 1:
+     * none. */
+    size_t align;
     /* The private directory (empty if the device has none). */
     char path[4096];
     void *impl;                        /* the device's own state */
@@ -53,7 +74,9 @@ struct pp__swapdev {
 
 /* The default device: a private directory made with mkdtemp under the
  * parent (mode 0700), one file per stream ("node<N>.swap", created O_EXCL
- * with mode 0600).  Returns a device that is not open yet, or NULL. */
+ * with mode 0600; with `direct`, opened O_DIRECT, and align is
+ * PP__SWAP_ALIGN once statx's STATX_DIOALIGN, where the kernel reports it,
+ * says that suffices).  Returns a device that is not open yet, or NULL. */
 pp__swapdev_t *pp__swapdev_file_new(void);
 
 #endif /* PP_SWAPDEV_H */

@@ -240,6 +240,7 @@ typedef struct pp__node {
         uint64_t synced;                 /* sw_written at the last sync (swap thread) */
         _Atomic int io_stop;
         pp__thread_t *st;                /* the swap thread's record (counters) */
+        struct pp__reader *reader;       /* swap.c: the node's read helper */
         pthread_t io_thread;
         bool io_started;
     } __attribute__((aligned(PP__PAD))) sw;

@@ -59,7 +59,7 @@
 #include <sys/mman.h>
 /*
  * Criterion 2.4.1 cannot start under ThreadSanitizer ("Could not initialize
- * inheritable arena", Snaipe/Criterion#274): BoxFort maps its arena at
+ * inheritable arena", a known Criterion bug): BoxFort maps its arena at
  * 0x200000000000 + ((rand_r() & 0x3fffff) << 24), tries 10 such addresses,
  * and TSan has reserved nearly all of them.  rand_r is used by nothing else
  * in a test binary (pinpool and the tests never call it), so in TSan builds
@@ -218,7 +218,9 @@ static inline bool check_pattern(const void *p, size_t n, uint64_t seed)
 /* Pools                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* pp_pool_create with PINPOOL_TEST_TOPOLOGY applied; returns its code. */
+/* pp_pool_create with PINPOOL_TEST_TOPOLOGY applied (and the build's
+ * PP_TEST_POOL_FLAGS ORed into the flags, if it defines them); returns its
+ * code. */
 static inline int test_pool_create(const pp_options_t *opt, pp_pool_t **out)
 {
     pp_options_t o = PP_OPTIONS_INIT;
@@ -229,6 +231,9 @@ static inline int test_pool_create(const pp_options_t *opt, pp_pool_t **out)
         if (t && *t)
             o.topology = t;
     }
+#ifdef PP_TEST_POOL_FLAGS
+    o.flags |= PP_TEST_POOL_FLAGS;       /* e.g. test_swap_direct: PP_SWAP_DIRECT */
+#endif
     return pp_pool_create(&o, out);
 }
 

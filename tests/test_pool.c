@@ -93,7 +93,7 @@ Test(pool, invalid_arguments, .timeout = 30)
     assert_rc(pp_pool_create(&o, NULL), PP_EINVAL);
     assert_rc(test_pool_create(&o, NULL), PP_EINVAL);
 
-    static const unsigned bad_flags[] = {0x4u, 0x8u, 0x100u, 0x80000000u,
+    static const unsigned bad_flags[] = {PP_SWAP_DIRECT << 1, 0x10u, 0x100u, 0x80000000u,
                                          PP_TRACK_PINS | 0x10u, ~0u};
     for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
         o.flags = bad_flags[i];

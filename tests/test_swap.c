@@ -131,7 +131,29 @@ static void sw_fini(void)
     g_open_dir[0] = '\0';
 }
 
-TestSuite(swap, .fini = sw_fini);
+/* Built twice: test_swap (suite swap), and test_swap_direct (suite
+ * swap_direct), which defines PP_TEST_POOL_FLAGS=PP_SWAP_DIRECT, so that
+ * every pool made here -- through test_pool_create or faultdev_pool_create
+ * -- uses direct I/O, every fault case included. */
+#ifdef PP_TEST_SUITE
+#define SW_SUITE PP_TEST_SUITE
+#else
+#define SW_SUITE swap
+#endif
+#ifdef PP_TEST_POOL_FLAGS
+#define SW_DIRECT ((PP_TEST_POOL_FLAGS & PP_SWAP_DIRECT) != 0)
+#else
+#define SW_DIRECT false
+#endif
+
+TestSuite(SW_SUITE, .fini = sw_fini);
+
+/* The bytes the device moves for a copy of n bytes: with direct I/O, whole
+ * pages (the last one padded). */
+static uint64_t dev_bytes(uint64_t n)
+{
+    return SW_DIRECT ? (n + 4095) / 4096 * 4096 : n;
+}
 
 static void sw_open(sw_t *s, size_t mem_limit, uint64_t swap_limit, unsigned flags, bool fault)
 {
@@ -503,11 +525,14 @@ static void blob_pin_rewrite(pp_pool_t *pool, bt_t *bt, pp_ref_t ref, size_t n, 
 /* 1. Round trips                                                            */
 /* ------------------------------------------------------------------------ */
 
-/* 1 byte, around a page, not page multiples, around and over the 1 MiB I/O
- * chunk: about 6 MiB in all, for a 4 MiB limit. */
+/* 1 byte, around a block and a page, not page multiples, around and over
+ * the 1 MiB I/O chunk (buffered reads, and direct writes and reads), over
+ * two: about 9 MiB in all, for a 4 MiB limit.  In test_swap_direct, with
+ * direct I/O: the entries put are written through the bounce buffer, those
+ * loaded (page-aligned) straight from memory, their tails padded. */
 static const size_t rt_sizes[] = {
-    1, 7, 100, 4095, 4096, 4097, 65537, 300001,
-    MiB - 1, MiB + 1, 3 * MiB / 2 + 3, 2 * MiB + 123,
+    1, 7, 100, 511, 4095, 4096, 4097, 65537, 300001,
+    MiB - 1, MiB + 1, MiB + 3, 3 * MiB / 2 + 3, 2 * MiB + 5, 2 * MiB + 123,
 };
 #define RT_N (sizeof rt_sizes / sizeof rt_sizes[0])
 #define RT_ROUNDS 4
@@ -560,24 +585,24 @@ static void round_trips(unsigned flags, const content_t *c, bool expect_smaller)
     sw_close(&s);
 }
 
-Test(swap, round_trips_raw, .timeout = 60)
+Test(SW_SUITE, round_trips_raw, .timeout = 60)
 {
     round_trips(0, &RANDOM, false);
 }
 
-Test(swap, round_trips_compressed_compressible, .timeout = 60)
+Test(SW_SUITE, round_trips_compressed_compressible, .timeout = 60)
 {
     round_trips(PP_SWAP_COMPRESS, &RUNS, true);
 }
 
-Test(swap, round_trips_compressed_incompressible, .timeout = 60)
+Test(SW_SUITE, round_trips_compressed_incompressible, .timeout = 60)
 {
     round_trips(PP_SWAP_COMPRESS, &RANDOM, false);
 }
 
 /* Each copy is the entry's bytes, stored raw at the place the store says,
  * in the file of the entry's home node. */
-Test(swap, copies_are_in_their_home_node_file, .timeout = 60)
+Test(SW_SUITE, copies_are_in_their_home_node_file, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -693,12 +718,12 @@ static void concurrent_round_trips(unsigned flags)
     sw_close(&s);
 }
 
-Test(swap, concurrent_round_trips_raw, .timeout = 60)
+Test(SW_SUITE, concurrent_round_trips_raw, .timeout = 60)
 {
     concurrent_round_trips(0);
 }
 
-Test(swap, concurrent_round_trips_compressed, .timeout = 60)
+Test(SW_SUITE, concurrent_round_trips_compressed, .timeout = 60)
 {
     concurrent_round_trips(PP_SWAP_COMPRESS);
 }
@@ -710,7 +735,7 @@ Test(swap, concurrent_round_trips_compressed, .timeout = 60)
 #define CL_N 8
 #define CL_SIZE (64 * KiB + 1)
 
-Test(swap, clean_entries_are_not_rewritten, .timeout = 60)
+Test(SW_SUITE, clean_entries_are_not_rewritten, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, true);
@@ -756,7 +781,7 @@ Test(swap, clean_entries_are_not_rewritten, .timeout = 60)
     cr_assert_eq(s2.total.evictions_written - s1.total.evictions_written, 2);
     cr_assert_eq(s2.total.evictions_clean - s1.total.evictions_clean, CL_N - 2);
     cr_assert_eq(s2.total.swap_bytes_written - s1.total.swap_bytes_written, 2 * CL_SIZE);
-    cr_assert_eq(atomic_load(&s.fd->write_bytes) - wbytes0, 2 * CL_SIZE);
+    cr_assert_eq(atomic_load(&s.fd->write_bytes) - wbytes0, 2 * dev_bytes(CL_SIZE));
     /* The stale copies were given back: one copy per entry. */
     cr_assert_eq(s2.total.swap_used_bytes, (uint64_t)CL_N * ((CL_SIZE + 4095) / 4096 * 4096));
 
@@ -768,7 +793,7 @@ Test(swap, clean_entries_are_not_rewritten, .timeout = 60)
 
 /* pp_pin_many with PP_PIN_WRITE of swapped entries (loaded by the swap
  * threads, then pinned): they are dirty, so written again. */
-Test(swap, pin_many_write_makes_loaded_entries_dirty, .timeout = 60)
+Test(SW_SUITE, pin_many_write_makes_loaded_entries_dirty, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -857,18 +882,18 @@ static void corruption(unsigned flags, const content_t *c)
     sw_close(&s);
 }
 
-Test(swap, corrupt_copy_is_ecorrupt_raw, .timeout = 60)
+Test(SW_SUITE, corrupt_copy_is_ecorrupt_raw, .timeout = 60)
 {
     corruption(0, &RANDOM);
 }
 
-Test(swap, corrupt_copy_is_ecorrupt_compressed, .timeout = 60)
+Test(SW_SUITE, corrupt_copy_is_ecorrupt_compressed, .timeout = 60)
 {
     corruption(PP_SWAP_COMPRESS, &RUNS);
 }
 
 /* A type's load is never handed bytes that failed their checksum. */
-Test(swap, corrupt_copy_never_reaches_load, .timeout = 60)
+Test(SW_SUITE, corrupt_copy_never_reaches_load, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -899,7 +924,7 @@ static unsigned state_of(pp_pool_t *pool, pp_ref_t ref)
 
 /* The swap thread's loads (pp_prefetch, PP_PIN_NOWAIT) check the copy the
  * same way: a corrupt one is counted, never made resident, and kept. */
-Test(swap, prefetch_of_a_corrupt_copy_keeps_it, .timeout = 60)
+Test(SW_SUITE, prefetch_of_a_corrupt_copy_keeps_it, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -1012,24 +1037,24 @@ static void write_fault(enum wfault kind)
     sw_close(&s);
 }
 
-Test(swap, write_eio_keeps_entries_resident, .timeout = 60)
+Test(SW_SUITE, write_eio_keeps_entries_resident, .timeout = 60)
 {
     write_fault(WF_EIO);
 }
 
-Test(swap, write_enospc_keeps_entries_resident, .timeout = 60)
+Test(SW_SUITE, write_enospc_keeps_entries_resident, .timeout = 60)
 {
     write_fault(WF_ENOSPC);
 }
 
-Test(swap, short_write_keeps_entries_resident, .timeout = 60)
+Test(SW_SUITE, short_write_keeps_entries_resident, .timeout = 60)
 {
     write_fault(WF_SHORT);
 }
 
 /* A rewrite that fails: the stale copy is gone, the new contents stay in
  * memory, and no space is held for either. */
-Test(swap, failed_rewrite_keeps_new_contents_resident, .timeout = 60)
+Test(SW_SUITE, failed_rewrite_keeps_new_contents_resident, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, true);
@@ -1059,7 +1084,7 @@ Test(swap, failed_rewrite_keeps_new_contents_resident, .timeout = 60)
 /* Starting write-back may fail: it costs nothing but page cache.  A swap
  * thread starts it once it has been idle for a second after writing, so
  * the test waits (for the call, not for a time) until it has happened. */
-Test(swap, failing_sync_loses_nothing, .timeout = 60)
+Test(SW_SUITE, failing_sync_loses_nothing, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, true);
@@ -1123,13 +1148,13 @@ static void read_fault(bool zero, unsigned flags, const content_t *c)
     sw_close(&s);
 }
 
-Test(swap, read_eio_keeps_the_copy, .timeout = 60)
+Test(SW_SUITE, read_eio_keeps_the_copy, .timeout = 60)
 {
     read_fault(false, 0, &RANDOM);
     read_fault(false, PP_SWAP_COMPRESS, &RUNS);
 }
 
-Test(swap, read_of_missing_bytes_keeps_the_copy, .timeout = 60)
+Test(SW_SUITE, read_of_missing_bytes_keeps_the_copy, .timeout = 60)
 {
     read_fault(true, 0, &RANDOM);
     read_fault(true, PP_SWAP_COMPRESS, &RUNS);
@@ -1143,7 +1168,7 @@ Test(swap, read_of_missing_bytes_keeps_the_copy, .timeout = 60)
 #define SL_LIMIT (256 * KiB)     /* four copies */
 #define SL_MAX 64
 
-Test(swap, swap_limit_stops_eviction_and_loses_nothing, .timeout = 60)
+Test(SW_SUITE, swap_limit_stops_eviction_and_loses_nothing, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, SL_LIMIT, 0, false);
@@ -1264,7 +1289,7 @@ Test(swap, swap_limit_stops_eviction_and_loses_nothing, .timeout = 60)
 
 /* An entry larger than mem_limit can never fit: its put fails at once,
  * without writing the whole pool out first. */
-Test(swap, put_larger_than_mem_limit_evicts_nothing, .timeout = 60)
+Test(SW_SUITE, put_larger_than_mem_limit_evicts_nothing, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, true);
@@ -1290,7 +1315,7 @@ Test(swap, put_larger_than_mem_limit_evicts_nothing, .timeout = 60)
 }
 
 /* Freed extents are handed out again: the stream does not grow. */
-Test(swap, space_is_reused_as_entries_die, .timeout = 60)
+Test(SW_SUITE, space_is_reused_as_entries_die, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -1328,7 +1353,7 @@ Test(swap, space_is_reused_as_entries_die, .timeout = 60)
 
 /* Neighbouring free extents merge, and a copy goes to the extent that fits
  * it best; every freed extent is dropped on the device. */
-Test(swap, freed_extents_merge_and_fit_best, .timeout = 60)
+Test(SW_SUITE, freed_extents_merge_and_fit_best, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, true);
@@ -1381,7 +1406,7 @@ Test(swap, freed_extents_merge_and_fit_best, .timeout = 60)
 }
 
 /* A copy that could never fit under swap_limit is not attempted. */
-Test(swap, entry_larger_than_swap_limit_stays_resident, .timeout = 60)
+Test(SW_SUITE, entry_larger_than_swap_limit_stays_resident, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 128 * KiB, 0, true);
@@ -1410,7 +1435,7 @@ Test(swap, entry_larger_than_swap_limit_stays_resident, .timeout = 60)
 /* 7. The private directory                                                  */
 /* ------------------------------------------------------------------------ */
 
-Test(swap, private_directory_modes_and_cleanup, .timeout = 60)
+Test(SW_SUITE, private_directory_modes_and_cleanup, .timeout = 60)
 {
     mode_t old = umask(0);               /* the modes are the library's own */
     sw_t s;
@@ -1464,7 +1489,7 @@ Test(swap, private_directory_modes_and_cleanup, .timeout = 60)
     cr_assert_eq(errno, ENOENT);
 }
 
-Test(swap, two_pools_get_their_own_directories, .timeout = 60)
+Test(SW_SUITE, two_pools_get_their_own_directories, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -1479,7 +1504,7 @@ Test(swap, two_pools_get_their_own_directories, .timeout = 60)
     sw_close(&s);
 }
 
-Test(swap, create_rejects_bad_swap_options, .timeout = 60)
+Test(SW_SUITE, create_rejects_bad_swap_options, .timeout = 60)
 {
     char dir[] = "/tmp/pp-swaptest-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
@@ -1519,7 +1544,7 @@ Test(swap, create_rejects_bad_swap_options, .timeout = 60)
 
 /* Every allocation pp_pool_create makes for swap (device, directory,
  * records) may fail: PP_ENOMEM, and nothing left behind in swap_dir. */
-Test(swap, create_survives_each_allocation_failure, .timeout = 60)
+Test(SW_SUITE, create_survives_each_allocation_failure, .timeout = 60)
 {
     char dir[] = "/tmp/pp-swaptest-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
@@ -1597,17 +1622,17 @@ static void type_round_trips(unsigned flags, const content_t *c)
     free(bt);
 }
 
-Test(swap, type_save_load_round_trips, .timeout = 60)
+Test(SW_SUITE, type_save_load_round_trips, .timeout = 60)
 {
     type_round_trips(0, &RANDOM);
 }
 
-Test(swap, type_save_load_round_trips_compressed, .timeout = 60)
+Test(SW_SUITE, type_save_load_round_trips_compressed, .timeout = 60)
 {
     type_round_trips(PP_SWAP_COMPRESS, &RUNS);
 }
 
-Test(swap, type_save_failure_keeps_entry_resident, .timeout = 60)
+Test(SW_SUITE, type_save_failure_keeps_entry_resident, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -1644,7 +1669,7 @@ Test(swap, type_save_failure_keeps_entry_resident, .timeout = 60)
     free(bt);
 }
 
-Test(swap, type_load_failure_keeps_the_copy, .timeout = 60)
+Test(SW_SUITE, type_load_failure_keeps_the_copy, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -1705,7 +1730,7 @@ static int empty_load(void **data, size_t size, pp_reader_t *r, void *ctx)
     return 0;
 }
 
-Test(swap, type_saving_nothing_round_trips, .timeout = 60)
+Test(SW_SUITE, type_saving_nothing_round_trips, .timeout = 60)
 {
     static const pp_type_t empty = {.name = "empty", .save = empty_save, .load = empty_load};
     sw_t s;
@@ -1786,14 +1811,14 @@ static int noswap_load(void **data, size_t size, pp_reader_t *r, void *ctx)
     return 1;
 }
 
-Test(swap, type_with_free_only_is_never_evicted, .timeout = 60)
+Test(SW_SUITE, type_with_free_only_is_never_evicted, .timeout = 60)
 {
     static const pp_type_t free_only = {.name = "free-only", .free = counted_free};
     never_evicted(&free_only);
     cr_assert_eq(atomic_load(&counted_frees), NE_N);
 }
 
-Test(swap, noswap_type_is_never_evicted, .timeout = 60)
+Test(SW_SUITE, noswap_type_is_never_evicted, .timeout = 60)
 {
     static const pp_type_t noswap = {.name = "noswap", .save = noswap_save,
                                      .load = noswap_load, .flags = PP_TYPE_NOSWAP};
@@ -1802,14 +1827,14 @@ Test(swap, noswap_type_is_never_evicted, .timeout = 60)
     cr_assert_eq(atomic_load(&noswap_loads), 0);
 }
 
-Test(swap, noswap_flat_type_is_never_evicted, .timeout = 60)
+Test(SW_SUITE, noswap_flat_type_is_never_evicted, .timeout = 60)
 {
     static const pp_type_t noswap_flat = {.name = "noswap-flat", .flags = PP_TYPE_NOSWAP};
     never_evicted(&noswap_flat);
 }
 
 /* Entries of size 0 have nothing to swap: they stay, and cost no room. */
-Test(swap, empty_entries_are_never_evicted, .timeout = 60)
+Test(SW_SUITE, empty_entries_are_never_evicted, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -1833,7 +1858,7 @@ Test(swap, empty_entries_are_never_evicted, .timeout = 60)
     sw_close(&s);
 }
 
-Test(swap, put_with_only_save_or_only_load_is_einval, .timeout = 60)
+Test(SW_SUITE, put_with_only_save_or_only_load_is_einval, .timeout = 60)
 {
     static const pp_type_t only_save = {.name = "only-save", .save = noswap_save};
     static const pp_type_t only_load = {.name = "only-load", .load = noswap_load};
@@ -1858,7 +1883,7 @@ Test(swap, put_with_only_save_or_only_load_is_einval, .timeout = 60)
     sw_close(&s);
 }
 
-Test(swap, stream_calls_reject_null, .timeout = 60)
+Test(SW_SUITE, stream_calls_reject_null, .timeout = 60)
 {
     char buf[8] = {0};
     assert_rc(pp_write(NULL, buf, 1), PP_EINVAL);
@@ -1924,17 +1949,17 @@ static void compression_stats(unsigned flags, const content_t *c, bool smaller)
     sw_close(&s);
 }
 
-Test(swap, compress_shrinks_compressible_copies, .timeout = 60)
+Test(SW_SUITE, compress_shrinks_compressible_copies, .timeout = 60)
 {
     compression_stats(PP_SWAP_COMPRESS, &RUNS, true);
 }
 
-Test(swap, compress_stores_incompressible_copies_raw, .timeout = 60)
+Test(SW_SUITE, compress_stores_incompressible_copies_raw, .timeout = 60)
 {
     compression_stats(PP_SWAP_COMPRESS, &RANDOM, false);
 }
 
-Test(swap, no_compression_without_the_flag, .timeout = 60)
+Test(SW_SUITE, no_compression_without_the_flag, .timeout = 60)
 {
     compression_stats(0, &RUNS, false);
 }
@@ -1946,7 +1971,7 @@ Test(swap, no_compression_without_the_flag, .timeout = 60)
 #define EF_N 32
 #define EF_BYTES 40000
 
-Test(swap, everything_freed_after_release_and_drain, .timeout = 60)
+Test(SW_SUITE, everything_freed_after_release_and_drain, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);
@@ -2010,7 +2035,7 @@ Test(swap, everything_freed_after_release_and_drain, .timeout = 60)
     free(bt);
 }
 
-Test(swap, destroy_with_swapped_entries_frees_once, .timeout = 60)
+Test(SW_SUITE, destroy_with_swapped_entries_frees_once, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, PP_SWAP_COMPRESS, false);
@@ -2092,19 +2117,19 @@ static void dies_while_loading(bool load_fails)
     free(bt);
 }
 
-Test(swap, dies_while_loading, .timeout = 60)
+Test(SW_SUITE, dies_while_loading, .timeout = 60)
 {
     dies_while_loading(false);
 }
 
-Test(swap, dies_while_a_load_fails, .timeout = 60)
+Test(SW_SUITE, dies_while_a_load_fails, .timeout = 60)
 {
     dies_while_loading(true);
 }
 
 /* Destroy with loads still queued for the swap threads: they are dropped,
  * every incarnation is freed once, the directory is removed. */
-Test(swap, destroy_with_loads_queued, .timeout = 60)
+Test(SW_SUITE, destroy_with_loads_queued, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, true);
@@ -2136,7 +2161,7 @@ Test(swap, destroy_with_loads_queued, .timeout = 60)
 #define AF_FLAT 4
 #define AF_SWEEP 24
 
-Test(swap, store_allocation_failures_lose_nothing, .timeout = 60)
+Test(SW_SUITE, store_allocation_failures_lose_nothing, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, PP_SWAP_COMPRESS, false);
@@ -2198,7 +2223,7 @@ Test(swap, store_allocation_failures_lose_nothing, .timeout = 60)
 /* pinpool.h: pp_write returns 0, PP_EIO, PP_EAGAIN or PP_EINVAL.  Make
  * its buffer fail to grow (the first allocation a rewrite's save makes)
  * and look at what it says. */
-Test(swap, pp_write_failure_codes_are_documented, .timeout = 60)
+Test(SW_SUITE, pp_write_failure_codes_are_documented, .timeout = 60)
 {
     sw_t s;
     sw_open(&s, 1 * MiB, 0, 0, false);

@@ -21,6 +21,18 @@
  * stored copy is intact, so a later read of it is good).  A sync fails with
  * -EIO.  Each kind is counted in inj_*.
  *
+ * Direct I/O (PP_SWAP_DIRECT): the inner device opens O_DIRECT and the
+ * wrapper takes on its alignment.  Short writes then stay aligned (half,
+ * rounded down to a whole block; a write of one block cannot be halved and
+ * fails with -ENOSPC like a write of one byte), because O_DIRECT refuses
+ * anything else.  open_err makes the open fail before anything is made
+ * (-EINVAL: as a file system that refuses O_DIRECT).  write_odd and
+ * read_odd make every call do only half (whole blocks; all of a request
+ * that cannot be halved) and report one byte less than it did while that
+ * still counts a whole block done: a count that stops inside a block, from
+ * which the caller must go on (the block it stopped in again, in direct
+ * mode).
+ *
  * Faults and counters are atomics: the swap threads and loaders read them
  * concurrently with the test thread.  The pool owns the device (closing it
  * closes the inner file device and frees the wrapper); the test keeps its
@@ -43,8 +55,10 @@ typedef struct faultdev {
     pp__swapdev_t dev;                   /* first: the pool sees this */
     pp__swapdev_t *inner;                /* the real file device */
     /* Faults (0: none). */
+    _Atomic int open_err;                /* -errno for the open */
     _Atomic int write_err;               /* -errno for every write */
     _Atomic int write_short;             /* writes write half, then fail with -ENOSPC */
+    _Atomic int write_odd, read_odd;     /* calls do half, report a count inside a block */
     _Atomic int read_err;                /* -errno for every read */
     _Atomic int read_zero;               /* reads return 0 (copy missing) */
     _Atomic int sync_err;                /* -errno for every sync */
@@ -103,9 +117,35 @@ static inline unsigned faultdev_roll(faultdev_t *f, uint64_t *x)
 static int faultdev_open_(pp__swapdev_t *d, const char *parent, unsigned n)
 {
     faultdev_t *f = faultdev_of(d);
+    int err = atomic_load(&f->open_err);
+    if (err != 0)
+        return err;
+    f->inner->direct = d->direct;
     int rc = f->inner->open(f->inner, parent, n);
     memcpy(d->path, f->inner->path, sizeof d->path);
+    d->align = f->inner->align;
     return rc;
+}
+
+/* Half of n, kept to whole blocks of the device's alignment; 0 if n
+ * cannot be halved so. */
+static inline size_t faultdev_half(const pp__swapdev_t *d, size_t n)
+{
+    size_t a = d->align > 1 ? d->align : 1;
+    return n / 2 / a * a;
+}
+
+/* write_odd, read_odd: what to do of n, and what to report of r done. */
+static inline size_t faultdev_odd_len(const pp__swapdev_t *d, size_t n)
+{
+    size_t k = faultdev_half(d, n);
+    return k > 0 ? k : n;
+}
+
+static inline ssize_t faultdev_odd_count(const pp__swapdev_t *d, ssize_t r)
+{
+    size_t a = d->align > 1 ? d->align : 1;
+    return r > (ssize_t)a ? r - 1 : r;
 }
 
 static ssize_t faultdev_write_(pp__swapdev_t *d, unsigned s, const void *buf, size_t n,
@@ -120,11 +160,11 @@ static ssize_t faultdev_write_(pp__swapdev_t *d, unsigned s, const void *buf, si
         return err;
     }
     if (atomic_load(&f->write_short)) {
-        if (n < 2) {
+        if (faultdev_half(d, n) == 0) {
             atomic_fetch_add(&f->write_fails, 1);
             return -ENOSPC;
         }
-        n /= 2;                          /* the next call (the rest) fails */
+        n = faultdev_half(d, n);         /* the next call (the rest) fails */
     }
     uint64_t x = 0;
     switch (faultdev_roll(f, &x)) {
@@ -137,15 +177,20 @@ static ssize_t faultdev_write_(pp__swapdev_t *d, unsigned s, const void *buf, si
         atomic_fetch_add(&f->write_fails, 1);
         return -ENOSPC;
     case 3:
-        if (n >= 2) {
+        if (faultdev_half(d, n) > 0) {
             atomic_fetch_add(&f->inj_write_short, 1);
-            n /= 2;                      /* short, not failed: the caller goes on */
+            n = faultdev_half(d, n);     /* short, not failed: the caller goes on */
         }
         break;
     default:
         break;
     }
+    bool odd = atomic_load(&f->write_odd) != 0;
+    if (odd)
+        n = faultdev_odd_len(d, n);
     ssize_t r = f->inner->write(f->inner, s, buf, n, off);
+    if (odd)
+        r = faultdev_odd_count(d, r);
     if (r > 0)
         atomic_fetch_add(&f->write_bytes, (unsigned long)r);
     return r;
@@ -177,7 +222,12 @@ static ssize_t faultdev_read_(pp__swapdev_t *d, unsigned s, void *buf, size_t n,
         atomic_fetch_add(&f->read_fails, 1);
         return 0;
     }
+    bool odd = atomic_load(&f->read_odd) != 0;
+    if (odd)
+        n = faultdev_odd_len(d, n);
     ssize_t r = f->inner->read(f->inner, s, buf, n, off);
+    if (odd)
+        r = faultdev_odd_count(d, r);
     if (r > 0)
         atomic_fetch_add(&f->read_bytes, (unsigned long)r);
     if (kind == 3 && r > 0) {
@@ -283,8 +333,8 @@ static inline void faultdev_wait_blocked(faultdev_t *f, int k)
     pthread_mutex_unlock(&f->lock);
 }
 
-/* pp_pool_create with f as the swap device (PINPOOL_TEST_TOPOLOGY applied,
- * like test_pool_create).  The pool owns f from here on, also on failure. */
+/* pp_pool_create with f as the swap device (PINPOOL_TEST_TOPOLOGY and
+ * PP_TEST_POOL_FLAGS applied, like test_pool_create).  The pool owns f from here on, also on failure. */
 static inline int faultdev_pool_create(const pp_options_t *opt, faultdev_t *f, pp_pool_t **out)
 {
     pp_options_t o = *opt;
@@ -293,6 +343,9 @@ static inline int faultdev_pool_create(const pp_options_t *opt, faultdev_t *f, p
         if (t != NULL && *t != '\0')
             o.topology = t;
     }
+#ifdef PP_TEST_POOL_FLAGS
+    o.flags |= PP_TEST_POOL_FLAGS;       /* as test_pool_create */
+#endif
     return pp__pool_create_dev(&o, &f->dev, out);
 }
 

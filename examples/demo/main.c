@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #endif
 #include "demo.h"
+#include "tiles.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -105,41 +106,6 @@ static void usage(FILE *f)
         "  -h, --help\n");
 }
 
-static int parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || v < 0)
-        return -1;
-    double mult = 1;
-    switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': mult = 1024.0; end++; break;
-    case 'm': case 'M': mult = MIB; end++; break;
-    case 'g': case 'G': mult = MIB * 1024.0; end++; break;
-    default: return -1;
-    }
-    if (*end == 'i' || *end == 'B')
-        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-    if (*end != '\0' || v * mult > 0x1p62)
-        return -1;
-    *out = (size_t)(v * mult);
-    return 0;
-}
-
-/* A decimal integer in [lo, hi] into *out; -1 if s is not one. */
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int finish_options(options_t *o);
 
 static int parse_options(int argc, char **argv, options_t *o)
@@ -189,44 +155,44 @@ static int parse_options(int argc, char **argv, options_t *o)
     while ((opt = getopt_long(argc, argv, "n:b:m:t:qh", longopts, &li)) != -1) {
         switch (opt) {
         case 'n':
-            if (parse_int(optarg, 1, 1 << 20, &c->n) != 0)
+            if (demo_parse_int(optarg, 1, 1 << 20, &c->n) != 0)
                 goto bad;
             break;
         case 'b':
-            if (parse_int(optarg, 1, 1 << 14, &c->b) != 0)
+            if (demo_parse_int(optarg, 1, 1 << 14, &c->b) != 0)
                 goto bad;
             break;
         case 'm':
-            if (parse_size(optarg, &c->mem_limit) != 0 || c->mem_limit == 0)
+            if (demo_parse_size(optarg, &c->mem_limit) != 0 || c->mem_limit == 0)
                 goto bad;
             o->limit_given = 1;
             break;
         case 't':
-            if (parse_int(optarg, 1, 1024, &c->threads) != 0)
+            if (demo_parse_int(optarg, 1, 1024, &c->threads) != 0)
                 goto bad;
             break;
         case O_NO_POOL: c->use_pool = 0; break;
         case O_NO_LIMIT: o->no_limit = 1; break;
         case O_COMPARE: o->compare = 1; break;
         case O_ROUNDS:
-            if (parse_int(optarg, 1, 99, &o->rounds) != 0)
+            if (demo_parse_int(optarg, 1, 99, &o->rounds) != 0)
                 goto bad;
             break;
         case O_PLOT: o->plot = optarg; break;
         case O_SWAP_DIR: c->swap_dir = optarg; break;
         case O_REQUIRE_SWAP: o->require_swap = 1; break;
         case O_SEED:
-            if (parse_int(optarg, 0, 0x7fffffff, &seed) != 0)
+            if (demo_parse_int(optarg, 0, 0x7fffffff, &seed) != 0)
                 goto bad;
             c->seed = (uint64_t)seed;
             break;
         case O_LOOKAHEAD:
-            if (parse_int(optarg, 0, 1 << 20, &c->lookahead) != 0)
+            if (demo_parse_int(optarg, 0, 1 << 20, &c->lookahead) != 0)
                 goto bad;
             o->lookahead_given = 1;
             break;
         case O_NOWAIT_TRIES:
-            if (parse_int(optarg, 0, 1 << 20, &c->nowait_tries) != 0)
+            if (demo_parse_int(optarg, 0, 1 << 20, &c->nowait_tries) != 0)
                 goto bad;
             break;
         case O_TOPOLOGY: c->topology = optarg; break;
@@ -241,7 +207,7 @@ static int parse_options(int argc, char **argv, options_t *o)
                 goto bad;
             break;
         case O_PANEL:
-            if (parse_int(optarg, 1, 1 << 30, &c->panel_tiles) != 0)
+            if (demo_parse_int(optarg, 1, 1 << 30, &c->panel_tiles) != 0)
                 goto bad;
             break;
         case O_NO_HINTS: c->hints = 0; break;

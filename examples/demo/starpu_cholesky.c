@@ -96,40 +96,6 @@ static void usage(FILE *f)
         "unset, to starpu-home/ beside this program.\n");
 }
 
-static int parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || v < 0)
-        return -1;
-    double mult = 1;
-    switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': mult = 1024.0; end++; break;
-    case 'm': case 'M': mult = MIB; end++; break;
-    case 'g': case 'G': mult = MIB * 1024.0; end++; break;
-    default: return -1;
-    }
-    if (*end == 'i' || *end == 'B')
-        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-    if (*end != '\0' || v * mult > 0x1p62)
-        return -1;
-    *out = (size_t)(v * mult);
-    return 0;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* 1 if StarPU was built with a scheduler of that name.  Checked up front:
  * StarPU itself would only warn and fall back to eager. */
 static int sched_exists(const char *name)
@@ -174,21 +140,21 @@ static int parse_options(int argc, char **argv, options_t *o)
     while ((opt = getopt_long(argc, argv, "n:b:m:t:qh", longopts, &li)) != -1) {
         switch (opt) {
         case 'n':
-            if (parse_int(optarg, 1, 1 << 20, &o->n) != 0)
+            if (demo_parse_int(optarg, 1, 1 << 20, &o->n) != 0)
                 goto bad;
             break;
         case 'b':
-            if (parse_int(optarg, 1, 1 << 14, &o->b) != 0)
+            if (demo_parse_int(optarg, 1, 1 << 14, &o->b) != 0)
                 goto bad;
             break;
         case 'm':
-            if (parse_size(optarg, &o->mem_limit) != 0 || o->mem_limit == 0)
+            if (demo_parse_size(optarg, &o->mem_limit) != 0 || o->mem_limit == 0)
                 goto bad;
             limit_given = 1;
             break;
         case 't':
             /* StarPU was built for at most STARPU_MAXCPUS CPU workers. */
-            if (parse_int(optarg, 1, STARPU_MAXCPUS, &o->threads) != 0)
+            if (demo_parse_int(optarg, 1, STARPU_MAXCPUS, &o->threads) != 0)
                 goto bad;
             break;
         case OPT_NO_LIMIT: o->no_limit = 1; break;
@@ -206,7 +172,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         case OPT_SWAP_DIR: o->swap_dir = optarg; break;
         case OPT_REQUIRE_SWAP: o->require_swap = 1; break;
         case OPT_SEED:
-            if (parse_int(optarg, 0, 0x7fffffff, &seed) != 0)
+            if (demo_parse_int(optarg, 0, 0x7fffffff, &seed) != 0)
                 goto bad;
             o->seed = (uint64_t)seed;
             break;
@@ -637,6 +603,80 @@ typedef struct result {
     int ntasks;
 } result_t;
 
+/* Submits the factorisation's tasks in order (StarPU orders them by their
+ * data modes); with --wont-use, starpu_data_wont_use after each tile's last
+ * task.  0, or -1 after printing why. */
+static int submit_factorize(const options_t *o, const task_t *tasks, int ntasks,
+                            const int *last_use, starpu_data_handle_t *h)
+{
+    for (int t = 0; t < ntasks; t++) {
+        const task_t *k = &tasks[t];
+        int r;
+        switch (k->nin) {
+        case 0:
+            r = starpu_task_insert(kernel_cls[k->kind], STARPU_RW, h[k->out], 0);
+            break;
+        case 1:
+            r = starpu_task_insert(kernel_cls[k->kind], STARPU_R, h[k->in[0]],
+                                   STARPU_RW, h[k->out], 0);
+            break;
+        default:
+            r = starpu_task_insert(kernel_cls[k->kind], STARPU_R, h[k->in[0]],
+                                   STARPU_R, h[k->in[1]], STARPU_RW, h[k->out], 0);
+            break;
+        }
+        if (insert_failed(r, "factorize"))
+            return -1;
+        if (o->wont_use) {
+            /* Ordered after the tasks submitted so far on the tile. */
+            for (int x = 0; x < k->nin; x++)
+                if (last_use[k->in[x]] == t)
+                    starpu_data_wont_use(h[k->in[x]]);
+            if (last_use[k->out] == t)
+                starpu_data_wont_use(h[k->out]);
+        }
+    }
+    return 0;
+}
+
+/* Submits the check's tasks, tile by tile, column by column as the demo;
+ * each tile's accumulator is a tile StarPU allocates (and may evict),
+ * freed once its chain is done.  0, or -1 after printing why. */
+static int submit_check(int T, int b, starpu_data_handle_t *h, starpu_data_handle_t tri,
+                        starpu_data_handle_t scratch_a)
+{
+    for (int j = 0; j < T; j++)
+        for (int i = j; i < T; i++) {
+            starpu_data_handle_t acc;
+            starpu_matrix_data_register(&acc, -1, 0, (uint32_t)b, (uint32_t)b, (uint32_t)b,
+                                        sizeof(double));
+            if (insert_failed(starpu_task_insert(&zero_cl, STARPU_W, acc, 0), "check"))
+                return -1;
+            for (int k = 0; k <= j; k++) {
+                int r;
+                if (i == j)
+                    r = starpu_task_insert(&step_diag_cl, STARPU_R, h[demo_tile_index(i, k)],
+                                           STARPU_RW, acc, STARPU_SCRATCH, tri,
+                                           STARPU_VALUE, &i, sizeof i, STARPU_VALUE, &j, sizeof j,
+                                           STARPU_VALUE, &k, sizeof k, 0);
+                else
+                    r = starpu_task_insert(&step_cl, STARPU_R, h[demo_tile_index(i, k)],
+                                           STARPU_R, h[demo_tile_index(j, k)], STARPU_RW, acc,
+                                           STARPU_SCRATCH, tri,
+                                           STARPU_VALUE, &i, sizeof i, STARPU_VALUE, &j, sizeof j,
+                                           STARPU_VALUE, &k, sizeof k, 0);
+                if (insert_failed(r, "check"))
+                    return -1;
+            }
+            if (insert_failed(starpu_task_insert(&end_cl, STARPU_R, acc, STARPU_SCRATCH, scratch_a,
+                                                 STARPU_VALUE, &i, sizeof i,
+                                                 STARPU_VALUE, &j, sizeof j, 0), "check"))
+                return -1;
+            starpu_data_unregister_submit(acc);
+        }
+    return 0;
+}
+
 /* Registers the tiles, generates, factorises and checks.  Returns 0, or -1
  * after printing why. */
 static int run(const options_t *o, int disk_node, result_t *res)
@@ -705,33 +745,8 @@ static int run(const options_t *o, int disk_node, result_t *res)
     /* Factorize: the task list in order; StarPU orders the tasks by their
      * data modes. */
     t0 = now();
-    for (int t = 0; t < res->ntasks; t++) {
-        const task_t *k = &tasks[t];
-        int r;
-        switch (k->nin) {
-        case 0:
-            r = starpu_task_insert(kernel_cls[k->kind], STARPU_RW, h[k->out], 0);
-            break;
-        case 1:
-            r = starpu_task_insert(kernel_cls[k->kind], STARPU_R, h[k->in[0]],
-                                   STARPU_RW, h[k->out], 0);
-            break;
-        default:
-            r = starpu_task_insert(kernel_cls[k->kind], STARPU_R, h[k->in[0]],
-                                   STARPU_R, h[k->in[1]], STARPU_RW, h[k->out], 0);
-            break;
-        }
-        if (insert_failed(r, "factorize"))
-            goto out;
-        if (o->wont_use) {
-            /* Ordered after the tasks submitted so far on the tile. */
-            for (int x = 0; x < k->nin; x++)
-                if (last_use[k->in[x]] == t)
-                    starpu_data_wont_use(h[k->in[x]]);
-            if (last_use[k->out] == t)
-                starpu_data_wont_use(h[k->out]);
-        }
-    }
+    if (submit_factorize(o, tasks, res->ntasks, last_use, h) != 0)
+        goto out;
     starpu_task_wait_for_all();
     t1 = now();
     res->t_factorize = t1 - t0;
@@ -751,35 +766,8 @@ static int run(const options_t *o, int disk_node, result_t *res)
      * tile's accumulator is a tile StarPU allocates (and may evict), freed
      * once its chain is done. */
     t0 = now();
-    for (int j = 0; j < T; j++)
-        for (int i = j; i < T; i++) {
-            starpu_data_handle_t acc;
-            starpu_matrix_data_register(&acc, -1, 0, (uint32_t)b, (uint32_t)b, (uint32_t)b,
-                                        sizeof(double));
-            if (insert_failed(starpu_task_insert(&zero_cl, STARPU_W, acc, 0), "check"))
-                goto out;
-            for (int k = 0; k <= j; k++) {
-                int r;
-                if (i == j)
-                    r = starpu_task_insert(&step_diag_cl, STARPU_R, h[demo_tile_index(i, k)],
-                                           STARPU_RW, acc, STARPU_SCRATCH, tri,
-                                           STARPU_VALUE, &i, sizeof i, STARPU_VALUE, &j, sizeof j,
-                                           STARPU_VALUE, &k, sizeof k, 0);
-                else
-                    r = starpu_task_insert(&step_cl, STARPU_R, h[demo_tile_index(i, k)],
-                                           STARPU_R, h[demo_tile_index(j, k)], STARPU_RW, acc,
-                                           STARPU_SCRATCH, tri,
-                                           STARPU_VALUE, &i, sizeof i, STARPU_VALUE, &j, sizeof j,
-                                           STARPU_VALUE, &k, sizeof k, 0);
-                if (insert_failed(r, "check"))
-                    goto out;
-            }
-            if (insert_failed(starpu_task_insert(&end_cl, STARPU_R, acc, STARPU_SCRATCH, scratch_a,
-                                                 STARPU_VALUE, &i, sizeof i,
-                                                 STARPU_VALUE, &j, sizeof j, 0), "check"))
-                goto out;
-            starpu_data_unregister_submit(acc);
-        }
+    if (submit_check(T, b, h, tri, scratch_a) != 0)
+        goto out;
     starpu_task_wait_for_all();
     t1 = now();
     res->t_check = t1 - t0;
@@ -821,6 +809,52 @@ out:
     free(g_norm2);
     g_err2 = g_norm2 = NULL;
     return rc;
+}
+
+/* Prints one run's figures; returns the number of failed checks. */
+static int report(const options_t *op, const result_t *rp, uint64_t matrix)
+{
+    const options_t o = *op;
+    const result_t res = *rp;
+    int failed = 0;
+    double flops = (double)o.n * o.n * o.n / 3.0;
+    printf("  generate  %8.2f s\n", res.t_generate);
+    printf("  factorize %8.2f s  %6.1f GFLOP/s  (%d tasks)\n", res.t_factorize,
+           flops / res.t_factorize * 1e-9, res.ntasks);
+    printf("  check     %8.2f s\n", res.t_check);
+    printf("  total     %8.2f s\n", res.t_total);
+    int res_ok = res.residual < RESIDUAL_MAX;
+    failed += !res_ok;
+    printf("  residual  ||A - L*L^T|| / ||A|| = %.3e  (below %.0e: %s)\n", res.residual,
+           RESIDUAL_MAX, res_ok ? "ok" : "FAILED");
+    printf("  process I/O (/proc/self/io, generate and factorize): written %.1f MiB, "
+           "read %.1f MiB\n", (double)res.written / MIB, (double)res.read / MIB);
+    if (o.mem_limit != 0) {
+        printf("  disk node (StarPU's bus counters, same span): written %.1f MiB, read %.1f MiB"
+               "  (%.2fx the matrix written; process I/O less these: %+lld and %+lld bytes)\n",
+               (double)res.disk_written / MIB, (double)res.disk_read / MIB,
+               (double)res.disk_written / (double)matrix,
+               (long long)res.written - (long long)res.disk_written,
+               (long long)res.read - (long long)res.disk_read);
+        if (o.require_swap) {
+            /* What does not fit under the limit must have gone to disk at
+             * least once: every tile is written by generate. */
+            uint64_t must = matrix > o.mem_limit ? matrix - o.mem_limit : 0;
+            int sw_ok = res.disk_written >= must;
+            failed += !sw_ok;
+            printf("  --require-swap: at least %.1f MiB (the matrix less the limit) written "
+                   "to disk: %s\n", (double)must / MIB, sw_ok ? "ok" : "FAILED");
+        }
+        int peak_ok = res.peak_used <= (long long)o.mem_limit;
+        failed += !peak_ok;
+        printf("  peak used by StarPU in RAM %.1f MiB, sampled at each task's start "
+               "(limit %.1f MiB: %s)\n", (double)res.peak_used / MIB,
+               (double)o.mem_limit / MIB, peak_ok ? "ok" : "FAILED");
+    } else {
+        printf("  peak used by StarPU in RAM %.1f MiB, sampled at each task's start\n",
+               (double)res.peak_used / MIB);
+    }
+    return failed;
 }
 
 /* ---------------------------------------------------------------------------
@@ -928,44 +962,7 @@ int main(int argc, char **argv)
     if (rc != 0)
         return EXIT_RUN;
 
-    int failed = 0;
-    double flops = (double)o.n * o.n * o.n / 3.0;
-    printf("  generate  %8.2f s\n", res.t_generate);
-    printf("  factorize %8.2f s  %6.1f GFLOP/s  (%d tasks)\n", res.t_factorize,
-           flops / res.t_factorize * 1e-9, res.ntasks);
-    printf("  check     %8.2f s\n", res.t_check);
-    printf("  total     %8.2f s\n", res.t_total);
-    int res_ok = res.residual < RESIDUAL_MAX;
-    failed += !res_ok;
-    printf("  residual  ||A - L*L^T|| / ||A|| = %.3e  (below %.0e: %s)\n", res.residual,
-           RESIDUAL_MAX, res_ok ? "ok" : "FAILED");
-    printf("  process I/O (/proc/self/io, generate and factorize): written %.1f MiB, "
-           "read %.1f MiB\n", (double)res.written / MIB, (double)res.read / MIB);
-    if (o.mem_limit != 0) {
-        printf("  disk node (StarPU's bus counters, same span): written %.1f MiB, read %.1f MiB"
-               "  (%.2fx the matrix written; process I/O less these: %+lld and %+lld bytes)\n",
-               (double)res.disk_written / MIB, (double)res.disk_read / MIB,
-               (double)res.disk_written / (double)matrix,
-               (long long)res.written - (long long)res.disk_written,
-               (long long)res.read - (long long)res.disk_read);
-        if (o.require_swap) {
-            /* What does not fit under the limit must have gone to disk at
-             * least once: every tile is written by generate. */
-            uint64_t must = matrix > o.mem_limit ? matrix - o.mem_limit : 0;
-            int sw_ok = res.disk_written >= must;
-            failed += !sw_ok;
-            printf("  --require-swap: at least %.1f MiB (the matrix less the limit) written "
-                   "to disk: %s\n", (double)must / MIB, sw_ok ? "ok" : "FAILED");
-        }
-        int peak_ok = res.peak_used <= (long long)o.mem_limit;
-        failed += !peak_ok;
-        printf("  peak used by StarPU in RAM %.1f MiB, sampled at each task's start "
-               "(limit %.1f MiB: %s)\n", (double)res.peak_used / MIB,
-               (double)o.mem_limit / MIB, peak_ok ? "ok" : "FAILED");
-    } else {
-        printf("  peak used by StarPU in RAM %.1f MiB, sampled at each task's start\n",
-               (double)res.peak_used / MIB);
-    }
+    int failed = report(&o, &res, matrix);
     struct rusage ru;
     long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
     printf("  process: peak RSS %.1f MiB (%.2fx the matrix)\n", (double)rss / 1024.0,

@@ -8,7 +8,9 @@
 #include <lapacke.h>
 #include <xxhash.h>
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 static double a_entry(uint64_t seed, int n, int r, int c)
 {
@@ -84,4 +86,38 @@ void demo_check_end(uint64_t seed, int n, int b, int i, int j, const double *acc
     double w = i == j ? 1.0 : 2.0;      /* tile (j, i) is the transpose */
     *err2 += w * e2;
     *norm2 += w * n2;
+}
+
+int demo_parse_size(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || v < 0)
+        return -1;
+    double mult = 1;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': mult = 1024.0; end++; break;
+    case 'm': case 'M': mult = (1024.0 * 1024.0); end++; break;
+    case 'g': case 'G': mult = (1024.0 * 1024.0) * 1024.0; end++; break;
+    default: return -1;
+    }
+    if (*end == 'i' || *end == 'B')
+        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+    if (*end != '\0' || v * mult > 0x1p62)
+        return -1;
+    *out = (size_t)(v * mult);
+    return 0;
+}
+
+int demo_parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * tiles.h -- what every version of the tiled Cholesky shares: the matrix,
- * the four kernels and the check.  pinpool-demo (cholesky.c) and the StarPU
+ * the four kernels, the check, and the parsing of their command lines.  pinpool-demo (cholesky.c) and the StarPU
  * version of the same computation (starpu_cholesky.c) both use it, so the
  * two factorise the same matrix with the same code per tile.
  *
@@ -10,6 +10,7 @@
 #ifndef PINPOOL_DEMO_TILES_H
 #define PINPOOL_DEMO_TILES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The kernels of the right- and left-looking tiled Cholesky. */
@@ -47,5 +48,11 @@ void demo_check_step(int b, int i, int j, int k, const double *x, const double *
  * is the transpose).  a: b*b scratch for A_ij. */
 void demo_check_end(uint64_t seed, int n, int b, int i, int j, const double *acc, double *a,
                     double *err2, double *norm2);
+
+/* The command lines' numbers: a size with an optional K, M or G suffix
+ * (binary; "KiB", "KB" accepted), and a decimal integer in [lo, hi].  0,
+ * or -1 if s is not one. */
+int demo_parse_size(const char *s, size_t *out);
+int demo_parse_int(const char *s, int lo, int hi, int *out);
 
 #endif /* PINPOOL_DEMO_TILES_H */

@@ -28,6 +28,7 @@ typedef struct demo_config {
     int panel_tiles;        /* left-looking: tiles a panel may hold */
     int hints;              /* pool mode: pp_advise (WONTNEED, WILLNEED) */
     int direct;             /* pool mode with a limit: PP_SWAP_DIRECT */
+    int check_vector;       /* the check by a vector, not tile by tile */
     const char *topology;   /* pool mode: NULL (this machine) or an hwloc
                                synthetic string / XML file; then tiles are
                                spread over its nodes round-robin */

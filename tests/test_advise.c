@@ -22,6 +22,7 @@
  * the fault device's read gate freezes a load to show where it runs.
  */
 #include "helpers.h"
+#include "support/swapdir.h"
 #include "support/faultdev.h" /* faultdev_*; testhooks.h: pp__pool_is_valid */
 
 #include <dirent.h>
@@ -42,35 +43,11 @@ _Static_assert((uint64_t)(ROW + 1) * ENT <= LIMIT, "and fits: the put does not w
 /* Pools                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static const char *swap_parent(void)
-{
-    const char *t = getenv("TMPDIR");
-    return t != NULL && *t != '\0' ? t : "/tmp";
-}
-
 /* The pool of the running test, until ad_finish destroys it: a test that
  * fails leaves it behind, and the suite's fini removes its swap files. */
 static pp_pool_t *g_ad_pool;
 
-static void ad_fini(void)
-{
-    if (g_ad_pool == NULL)
-        return;
-    const char *dir = pp__swap_path(g_ad_pool);
-    DIR *d = dir[0] != '\0' ? opendir(dir) : NULL;
-    if (d == NULL)
-        return;
-    struct dirent *de;
-    char path[4096 + 256];
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        (void)unlink(path);
-    }
-    closedir(d);
-    (void)rmdir(dir);
-}
+static void ad_fini(void) { test_swap_dir_remove(g_ad_pool); }
 
 TestSuite(advise, .fini = ad_fini);
 
@@ -80,7 +57,7 @@ static pp_pool_t *ad_pool(size_t limit, faultdev_t **fd)
 {
     pp_options_t o = PP_OPTIONS_INIT;
     o.mem_limit = limit;
-    o.swap_dir = swap_parent();
+    o.swap_dir = test_swap_parent();
     faultdev_t *f = faultdev_new();
     cr_assert_not_null(f);
     pp_pool_t *pool = NULL;

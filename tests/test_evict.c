@@ -18,6 +18,7 @@
  * deterministic on both topologies the suite runs on.
  */
 #include "helpers.h"
+#include "support/swapdir.h"
 #include "support/faultdev.h" /* faultdev_*; testhooks.h: pp__pool_is_valid */
 
 #include <dirent.h>
@@ -33,36 +34,12 @@
 /* Pools                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static const char *swap_parent(void)
-{
-    const char *t = getenv("TMPDIR");
-    return t != NULL && *t != '\0' ? t : "/tmp";
-}
-
 /* The pool of the running test, until ev_finish destroys it.  A test that
  * fails leaves its pool behind (the process ends); the suite's fini then
  * removes its swap files, so failures do not litter the swap directory. */
 static pp_pool_t *g_ev_pool;
 
-static void ev_fini(void)
-{
-    if (g_ev_pool == NULL)
-        return;
-    const char *dir = pp__swap_path(g_ev_pool);
-    DIR *d = dir[0] != '\0' ? opendir(dir) : NULL;
-    if (d == NULL)
-        return;
-    struct dirent *de;
-    char path[4096 + 256];
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        (void)unlink(path);
-    }
-    closedir(d);
-    (void)rmdir(dir);
-}
+static void ev_fini(void) { test_swap_dir_remove(g_ev_pool); }
 
 TestSuite(evict, .fini = ev_fini);
 
@@ -72,7 +49,7 @@ static pp_pool_t *ev_pool(size_t limit, const char *topology, faultdev_t **fd)
 {
     pp_options_t o = PP_OPTIONS_INIT;
     o.mem_limit = limit;
-    o.swap_dir = swap_parent();
+    o.swap_dir = test_swap_parent();
     o.topology = topology;
     faultdev_t *f = faultdev_new();
     cr_assert_not_null(f);

@@ -15,6 +15,13 @@
  * abandoned -- a pin always wins.  Only after the commit is the memory
  * freed; a pinned entry is never written out, freed or moved.
  *
+ * Advice (advise.c).  Before the hand turns, a pass evicts the entries
+ * advised PP_ADVISE_WONTNEED, clean ones first, through the same claim and
+ * commit (pp__evict_advised); the hand gives them no second chance and
+ * spares PP_ADVISE_WILLNEED ones once more.  With advice in use the hand
+ * evicts only down to the high watermark: the rest of the batch comes from
+ * advised entries as tasks end.
+ *
  * Queued loads.  PP_PIN_NOWAIT and pp_prefetch claim LOADING and push the
  * entry on the node's load queue (its queue link is unused while the entry
  * lives); the swap thread runs those loads (load.c) between passes.

@@ -22,7 +22,7 @@
  * the fault device's read gate freezes a load to show where it runs.
  */
 #include "helpers.h"
-#include "support/swapdir.h"
+#include "support/swaptest.h"
 #include "support/faultdev.h" /* faultdev_*; testhooks.h: pp__pool_is_valid */
 
 #include <dirent.h>
@@ -69,22 +69,6 @@ static pp_pool_t *ad_pool(size_t limit, faultdev_t **fd)
     return pool;
 }
 
-static pp_stats_t *stats_new(pp_pool_t *pool)
-{
-    pp_stats_t *s = malloc(sizeof *s);
-    cr_assert_not_null(s);
-    test_stats(pool, s);
-    return s;
-}
-
-static uint64_t reserved(pp_pool_t *pool)
-{
-    pp_stats_t *s = stats_new(pool);
-    uint64_t v = s->resident_reserved;
-    free(s);
-    return v;
-}
-
 static uint64_t evictions(pp_pool_t *pool)
 {
     return STAT_TOTAL(pool, evictions_written) + STAT_TOTAL(pool, evictions_clean);
@@ -100,7 +84,7 @@ static void ad_finish(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
             assert_rc(pp_release(pool, refs[i]), 0);
     }
     test_drain(pool);
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_eq(s->total.frees, s->total.puts, "%" PRIu64 " puts, %" PRIu64 " frees",
                  s->total.puts, s->total.frees);
     cr_assert_eq(s->total.entries, 0);
@@ -274,7 +258,7 @@ static void row_put(pp_pool_t *pool, unsigned node, pp_ref_t row[ROW], bool touc
         for (size_t i = 0; i < ROW; i++)
             touch(pool, row[i], i, ENT);
     }
-    cr_assert_eq(reserved(pool), (uint64_t)ROW * ENT);
+    cr_assert_eq(test_reserved(pool), (uint64_t)ROW * ENT);
 }
 
 /* Puts one more (never evicted) entry: the swap thread evicts exactly one
@@ -283,9 +267,9 @@ static pp_ref_t push(pp_pool_t *pool, unsigned node, size_t id)
 {
     uint64_t ev0 = evictions(pool);
     pp_ref_t ref = put_typed(pool, id, ENT, node, &noswap_type);
-    cr_assert(WAIT_UNTIL(reserved(pool) <= LOW_WM(LIMIT), TEST_WAIT_MS),
+    cr_assert(WAIT_UNTIL(test_reserved(pool) <= LOW_WM(LIMIT), TEST_WAIT_MS),
               "the swap thread never got under the low watermark");
-    cr_assert_eq(reserved(pool), (uint64_t)ROW * ENT, "more than one entry evicted");
+    cr_assert_eq(test_reserved(pool), (uint64_t)ROW * ENT, "more than one entry evicted");
     cr_assert_eq(evictions(pool), ev0 + 1);
     return ref;
 }
@@ -408,7 +392,7 @@ Test(advise, errors, .timeout = 60)
         o.mem_limit = limited ? LIMIT : 0;
         pp_pool_t *plain = test_pool(&o);
         errors_in(plain, test_nodes(plain) - 1);
-        pp_stats_t *st = stats_new(plain);
+        pp_stats_t *st = test_stats_new(plain);
         cr_assert_eq(st->swap, 0);
         cr_assert_eq(st->total.loads + st->total.evictions_advised, 0);
         free(st);
@@ -428,7 +412,7 @@ static void wontneed_first(bool touched)
     row_put(pool, node, row, touched);
     const size_t mid = ROW / 2;
     assert_rc(pp_advise(pool, row[mid], PP_ADVISE_WONTNEED), 0);
-    cr_assert_eq(reserved(pool), (uint64_t)ROW * ENT, "nothing evicted before memory is short");
+    cr_assert_eq(test_reserved(pool), (uint64_t)ROW * ENT, "nothing evicted before memory is short");
     cr_assert_eq(evictions(pool), 0);
 
     row[ROW] = push(pool, node, ROW);
@@ -463,12 +447,12 @@ Test(advise, wontneed_clean_first_then_highest_slot, .timeout = 60)
     pp_ref_t row[ROW + 3];
     row[0] = put_flat(pool, 0, ENT, node);
     swap_out(pool, node, row[0]);
-    cr_assert_eq(reserved(pool), 0);
+    cr_assert_eq(test_reserved(pool), 0);
     for (size_t i = 1; i < ROW; i++)
         row[i] = put_flat(pool, i, ENT, node);
     for (size_t i = 0; i < ROW; i++)
         touch(pool, row[i], i, ENT);                 /* loads row[0]; all recency bits set */
-    cr_assert_eq(reserved(pool), (uint64_t)ROW * ENT);
+    cr_assert_eq(test_reserved(pool), (uint64_t)ROW * ENT);
     unsigned s0 = state_of(pool, row[0]);
     cr_assert_eq(s0 & (PP_STATE_RESIDENT | PP_STATE_SWAPPED | PP_STATE_DIRTY),
                  PP_STATE_RESIDENT | PP_STATE_SWAPPED, "row[0] is not clean: 0x%x", s0);
@@ -528,9 +512,9 @@ Test(advise, pinned_entry_never_evicted_whatever_its_advice, .timeout = 60)
     pp_ref_t fill[PN_FILLERS + 1];
     for (size_t k = 0; k < PN_FILLERS; k++) {
         fill[k] = put_flat(pool, FILL_ID + k, ENT, node);
-        cr_assert(WAIT_UNTIL(reserved(pool) <= LOW_WM(LIMIT), TEST_WAIT_MS));
+        cr_assert(WAIT_UNTIL(test_reserved(pool) <= LOW_WM(LIMIT), TEST_WAIT_MS));
         size_t resident = k + 2 < ROW ? k + 2 : ROW;   /* P and the fillers, then a row */
-        cr_assert_eq(reserved(pool), (uint64_t)resident * ENT, "filler %zu", k);
+        cr_assert_eq(test_reserved(pool), (uint64_t)resident * ENT, "filler %zu", k);
         for (size_t i = 0; i <= k; i++) {
             if (fill[i] != PP_REF_NONE && is_swapped_out(pool, fill[i])) {
                 assert_rc(pp_release(pool, fill[i]), 0);
@@ -545,7 +529,7 @@ Test(advise, pinned_entry_never_evicted_whatever_its_advice, .timeout = 60)
     cr_assert_eq(advised(pool, node), 0);
     cr_assert(buf_check(d, 0, ENT), "the pinned entry's bytes changed");
     cr_assert_eq(test_stat(pool, p).pins, 1);
-    cr_assert_eq(reserved(pool), (uint64_t)ROW * ENT);
+    cr_assert_eq(test_reserved(pool), (uint64_t)ROW * ENT);
 
     assert_rc(pp_unpin(pool, p), 0);
     fill[PN_FILLERS] = push(pool, node, FILL_ID + PN_FILLERS);
@@ -572,7 +556,7 @@ Test(advise, willneed_loads_swapped_entry, .timeout = 60)
     unsigned node = last_node(pool);
     pp_ref_t w = put_flat(pool, 0, ENT, node);
     swap_out(pool, node, w);
-    pp_stats_t *s0 = stats_new(pool);
+    pp_stats_t *s0 = test_stats_new(pool);
 
     faultdev_gate_close(f, true, false);
     assert_rc(pp_advise(pool, w, PP_ADVISE_WILLNEED), 0);
@@ -588,7 +572,7 @@ Test(advise, willneed_loads_swapped_entry, .timeout = 60)
     info = test_stat(pool, w);
     cr_assert_eq(info.pins, 0);
     cr_assert_not(info.state & PP_STATE_LOADING);
-    pp_stats_t *s1 = stats_new(pool);
+    pp_stats_t *s1 = test_stats_new(pool);
     cr_assert_eq(s1->total.loads, s0->total.loads + 1);
     cr_assert_eq(s1->total.load_waits, s0->total.load_waits);
     void *d = NULL;
@@ -628,7 +612,7 @@ static void willneed_spared_once(bool touched)
     size_t k = 0;
     for (; k < WS_FILLERS && !is_swapped_out(pool, row[0]); k++) {
         fill[k] = put_flat(pool, FILL_ID + k, ENT, node);
-        cr_assert(WAIT_UNTIL(reserved(pool) <= LOW_WM(LIMIT), TEST_WAIT_MS));
+        cr_assert(WAIT_UNTIL(test_reserved(pool) <= LOW_WM(LIMIT), TEST_WAIT_MS));
         for (size_t i = 0; i <= k; i++) {
             if (fill[i] != PP_REF_NONE && is_swapped_out(pool, fill[i])) {
                 assert_rc(pp_release(pool, fill[i]), 0);
@@ -698,14 +682,14 @@ Test(advise, advice_dies_with_entry, .timeout = 60)
     assert_rc(pp_advise(pool, old, PP_ADVISE_WONTNEED), 0);
     assert_rc(pp_release(pool, old), 0);
     test_drain(pool);
-    cr_assert_eq(reserved(pool), (uint64_t)(ROW - 1) * ENT);
+    cr_assert_eq(test_reserved(pool), (uint64_t)(ROW - 1) * ENT);
     cr_assert_eq(evictions(pool), 0);
 
     row[mid] = put_on_new_thread(pool, mid, node);
     cr_assert_eq(pp_ref_slot(row[mid]), pp_ref_slot(old), "the reclaimed slot was not reused");
     cr_assert_neq(pp_ref_gen(row[mid]), pp_ref_gen(old));
     assert_rc(pp_advise(pool, old, PP_ADVISE_WONTNEED), PP_ESTALE);
-    cr_assert_eq(reserved(pool), (uint64_t)ROW * ENT);
+    cr_assert_eq(test_reserved(pool), (uint64_t)ROW * ENT);
 
     row[ROW] = push(pool, node, ROW);
     size_t v = victim(pool, row, ROW);
@@ -865,7 +849,7 @@ Test(advise, random_advice_under_concurrent_pins_puts_releases, .timeout = 120)
     cr_assert_gt(pins, 0);
     cr_assert_gt(advice, 0);
     cr_assert_gt(puts, 0);
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_gt(s->total.evictions_written, 0, "the churn never pressed on the limit");
     cr_assert_leq(s->resident_peak, CC_LIMIT);
     free(s);

@@ -18,7 +18,7 @@
  * deterministic on both topologies the suite runs on.
  */
 #include "helpers.h"
-#include "support/swapdir.h"
+#include "support/swaptest.h"
 #include "support/faultdev.h" /* faultdev_*; testhooks.h: pp__pool_is_valid */
 
 #include <dirent.h>
@@ -63,27 +63,11 @@ static pp_pool_t *ev_pool(size_t limit, const char *topology, faultdev_t **fd)
     return pool;
 }
 
-static pp_stats_t *stats_new(pp_pool_t *pool)
-{
-    pp_stats_t *s = malloc(sizeof *s);
-    cr_assert_not_null(s);
-    test_stats(pool, s);
-    return s;
-}
-
-static uint64_t reserved(pp_pool_t *pool)
-{
-    pp_stats_t *s = stats_new(pool);
-    uint64_t v = s->resident_reserved;
-    free(s);
-    return v;
-}
-
 /* Every entry ever put has been freed (each free is counted after its
  * swap copy was dropped and its bytes unreserved). */
 static bool all_freed(pp_pool_t *pool)
 {
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     bool ok = s->total.frees == s->total.puts;
     free(s);
     return ok;
@@ -101,7 +85,7 @@ static void ev_finish(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
     }
     test_drain(pool);
     cr_assert(all_freed(pool), "pp_pool_drain returned before every entry was freed");
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_eq(s->total.entries, 0);
     cr_assert_eq(s->total.dead_in_io, 0);
     cr_assert_eq(s->total.resident_bytes, 0, "resident_bytes %" PRIu64, s->total.resident_bytes);
@@ -361,7 +345,7 @@ static void swap_out(pp_pool_t *pool, unsigned node, const pp_ref_t *targets, si
 {
     pp_ref_t *fill = calloc(SWAP_OUT_MAX, sizeof *fill);
     cr_assert_not_null(fill);
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     uint64_t frees0 = s->total.frees;
     free(s);
     size_t nf = 0, released = 0;
@@ -555,7 +539,7 @@ Test(evict, limit_held_under_concurrent_pins, .timeout = 60)
     TCHECK_NONE();
     cr_assert_gt(a[LIM_THREADS].samples, 0);
 
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_leq(s->resident_peak, LIM_LIMIT, "peak %" PRIu64, s->resident_peak);
     cr_assert_leq(s->resident_reserved, LIM_LIMIT);
     cr_assert_leq(s->total.resident_bytes, LIM_LIMIT);
@@ -699,7 +683,7 @@ Test(evict, pinned_entries_never_evicted, .timeout = 60)
     TCHECK_NONE();
     cr_assert_gt(rounds, 0);
 
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_gt(s->total.evictions_written, 0, "the workload evicted nothing");
     cr_assert_gt(s->total.loads, 0);
     free(s);
@@ -907,7 +891,7 @@ Test(evict, pin_stops_long_write_within_one_chunk, .timeout = 60)
 
     /* The swap thread gives the big entry up and evicts the other one. */
     cr_assert(WAIT_UNTIL(!(state_of(pool, refs[0]) & PP_STATE_EVICTING) &&
-                             reserved(pool) <= LOW_WM(LW_LIMIT),
+                             test_reserved(pool) <= LOW_WM(LW_LIMIT),
                          TEST_WAIT_MS));
     unsigned st = state_of(pool, refs[0]);
     cr_assert_eq(st & (PP_STATE_RESIDENT | PP_STATE_SWAPPED), PP_STATE_RESIDENT,
@@ -915,7 +899,7 @@ Test(evict, pin_stops_long_write_within_one_chunk, .timeout = 60)
     unsigned long written = atomic_load(&f->write_bytes);
     cr_assert_leq(written, 2 * LW_CHUNK, "%lu bytes written: the big entry's write went on "
                                          "after its pin", written);
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_geq(s->total.evictions_abandoned, 1);
     cr_assert_eq(s->total.swap_used_bytes, LW_CHUNK, "the stopped write's space was kept");
     free(s);
@@ -988,7 +972,7 @@ Test(evict, pin_loads_swapped_entry, .timeout = 60)
         refs[id] = id % 2 ? put_sw(pool, sw, id, size[id], 0)
                           : put_flat(pool, id, size[id], 0, NULL);
     swap_out(pool, 0, refs, 4);
-    cr_assert_eq(reserved(pool), 0, "nothing is resident after swap_out");
+    cr_assert_eq(test_reserved(pool), 0, "nothing is resident after swap_out");
     uint64_t loads0 = STAT_TOTAL(pool, loads);
     for (size_t id = 0; id < 4; id++) {
         void *d = NULL;
@@ -999,7 +983,7 @@ Test(evict, pin_loads_swapped_entry, .timeout = 60)
         cr_assert_eq(info.pins, 1);
     }
     cr_assert_eq(STAT_TOTAL(pool, loads), loads0 + 4);
-    cr_assert_eq(reserved(pool), size[0] + size[1] + size[2] + size[3]);
+    cr_assert_eq(test_reserved(pool), size[0] + size[1] + size[2] + size[3]);
     for (size_t id = 1; id < 4; id += 2) {
         cr_assert_eq(atomic_load(&sw->loads[id]), 1);
         cr_assert_eq(atomic_load(&sw->load_tid[id]), my_tid(), "not loaded on the pinning thread");
@@ -1021,7 +1005,7 @@ Test(evict, concurrent_pins_share_one_load, .timeout = 60)
     sw_t *sw = sw_new(1);
     pp_ref_t x = put_sw(pool, sw, 0, 2 * PAGE, 0);
     swap_out(pool, 0, &x, 1);
-    pp_stats_t *s0 = stats_new(pool);
+    pp_stats_t *s0 = test_stats_new(pool);
 
     faultdev_gate_close(f, true, false);
     call_t c[SL_PINNERS];
@@ -1042,7 +1026,7 @@ Test(evict, concurrent_pins_share_one_load, .timeout = 60)
         sig_destroy(&c[k].done);
     }
     cr_assert(buf_check(c[0].data, 0, 2 * PAGE, ct_seed(0)));
-    pp_stats_t *s1 = stats_new(pool);
+    pp_stats_t *s1 = test_stats_new(pool);
     cr_assert_eq(s1->total.loads, s0->total.loads + 1, "loads %" PRIu64 " -> %" PRIu64,
                  s0->total.loads, s1->total.loads);
     cr_assert_geq(s1->total.load_waits, s0->total.load_waits + SL_PINNERS - 1);
@@ -1108,7 +1092,7 @@ Test(evict, prefetch_never_blocks_and_loads, .timeout = 60)
     sw_t *sw = sw_new(1);
     pp_ref_t x = put_sw(pool, sw, 0, PAGE, 0);
     swap_out(pool, 0, &x, 1);
-    pp_stats_t *s0 = stats_new(pool);
+    pp_stats_t *s0 = test_stats_new(pool);
 
     faultdev_gate_close(f, true, false);
     assert_rc(pp_prefetch(pool, x), 0);
@@ -1124,7 +1108,7 @@ Test(evict, prefetch_never_blocks_and_loads, .timeout = 60)
     void *d = NULL;
     assert_rc(pp_pin(pool, x, PP_PIN_NOWAIT, &d), 0);
     cr_assert(buf_check(d, 0, PAGE, ct_seed(0)));
-    pp_stats_t *s1 = stats_new(pool);
+    pp_stats_t *s1 = test_stats_new(pool);
     cr_assert_eq(s1->total.loads, s0->total.loads + 1);
     cr_assert_eq(s1->total.load_waits, s0->total.load_waits);
     cr_assert_neq(atomic_load(&sw->load_tid[0]), my_tid());
@@ -1199,7 +1183,7 @@ static size_t nm_fill(pp_pool_t *pool, const pp_ref_t *refs, bool by_get)
         cr_assert_eq(rc, 0, "%s %zu: %s", by_get ? "get" : "pin", i, pp_err_name(rc));
         cr_assert(buf_check(d, i, PAGE, ct_seed(i)));
     }
-    cr_assert_eq(reserved(pool), SMALL_LIMIT);
+    cr_assert_eq(test_reserved(pool), SMALL_LIMIT);
     return k;
 }
 
@@ -1218,7 +1202,7 @@ static void nm_expect_enomem(pp_pool_t *pool, pp_ref_t swapped)
     assert_rc(pp_put(pool, buf, PAGE, NULL, PP_ON_NODE(0), &r), PP_ENOMEM);
     cr_assert_eq(r, PP_REF_NONE);
     free(buf);                              /* a failed put leaves it ours */
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_eq(s->resident_reserved, SMALL_LIMIT);
     cr_assert_geq(s->room_enomem, 3, "room_enomem %" PRIu64, s->room_enomem);
     free(s);
@@ -1280,7 +1264,7 @@ Test(evict, put_larger_than_limit_fails_without_evicting, .timeout = 60)
     pp_ref_t r = PP_REF_NONE;
     assert_rc(pp_put(pool, buf, big, NULL, PP_ON_NODE(0), &r), PP_ENOMEM);
     free(buf);
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     uint64_t evicted = s->total.evictions_written + s->total.evictions_clean;
     free(s);
     size_t resident = 0;
@@ -1394,9 +1378,9 @@ Test(evict, eviction_runs_ahead_of_need, .timeout = 60)
     pp_ref_t refs[16];
     for (size_t i = 0; i < 16; i++)
         refs[i] = put_flat(pool, i, PAGE, 0, NULL);   /* the 16th crosses 15/16 and fits */
-    cr_assert(WAIT_UNTIL(reserved(pool) <= LOW_WM(SMALL_LIMIT), TEST_WAIT_MS),
+    cr_assert(WAIT_UNTIL(test_reserved(pool) <= LOW_WM(SMALL_LIMIT), TEST_WAIT_MS),
               "the swap thread never reached the low watermark");
-    pp_stats_t *s = stats_new(pool);
+    pp_stats_t *s = test_stats_new(pool);
     cr_assert_eq(s->room_waits, 0, "a put waited for room");
     cr_assert_eq(s->total.load_waits, 0);
     /* Down to the low watermark, not further: one swap thread, whole pages. */
@@ -1571,9 +1555,9 @@ Test(evict, clean_entry_dropped_dirty_entry_rewritten, .timeout = 60)
     assert_rc(pp_pin(pool, x, 0, &d), 0);
     assert_rc(pp_unpin(pool, x), 0);
     cr_assert_not(state_of(pool, x) & PP_STATE_DIRTY);
-    pp_stats_t *s0 = stats_new(pool);
+    pp_stats_t *s0 = test_stats_new(pool);
     swap_out(pool, 0, &x, 1);
-    pp_stats_t *s1 = stats_new(pool);
+    pp_stats_t *s1 = test_stats_new(pool);
     cr_assert_eq(s1->total.evictions_clean, s0->total.evictions_clean + 1);
     cr_assert_eq(atomic_load(&sw->saves[0]), 1, "a clean entry was saved again");
 
@@ -1583,7 +1567,7 @@ Test(evict, clean_entry_dropped_dirty_entry_rewritten, .timeout = 60)
     buf_fill(d, 0, PAGE, ct_seed(0) + 7);
     assert_rc(pp_unpin(pool, x), 0);
     swap_out(pool, 0, &x, 1);
-    pp_stats_t *s2 = stats_new(pool);
+    pp_stats_t *s2 = test_stats_new(pool);
     cr_assert_eq(s2->total.evictions_clean, s1->total.evictions_clean, "a dirty entry was dropped");
     cr_assert_eq(atomic_load(&sw->saves[0]), 2);
     /* Pinned for write while swapped: loaded dirty, written out again. */
@@ -1621,7 +1605,7 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
     int swap_tid[2] = {0, 0};
     for (int p = 0; p < 2; p++) {
         unsigned n = use[p];
-        pp_stats_t *s0 = stats_new(pool);
+        pp_stats_t *s0 = test_stats_new(pool);
         pp_ref_t refs[MN_PER_NODE];
         size_t base = (size_t)p * MN_PER_NODE;
         for (size_t i = 0; i < MN_PER_NODE; i++) {
@@ -1630,8 +1614,8 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
         }
         /* One node's entries: its swap thread alone evicts, down to 7/8
          * (two entries), and then stops. */
-        cr_assert(WAIT_UNTIL(reserved(pool) <= LOW_WM(SMALL_LIMIT), TEST_WAIT_MS));
-        cr_assert_eq(reserved(pool), LOW_WM(SMALL_LIMIT));
+        cr_assert(WAIT_UNTIL(test_reserved(pool) <= LOW_WM(SMALL_LIMIT), TEST_WAIT_MS));
+        cr_assert_eq(test_reserved(pool), LOW_WM(SMALL_LIMIT));
         size_t swapped = 0, victim = MN_PER_NODE, victim2 = MN_PER_NODE;
         for (size_t i = 0; i < MN_PER_NODE; i++) {
             if (!is_swapped_out(pool, refs[i]))
@@ -1649,7 +1633,7 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
         cr_assert_eq(swapped, 2);
         cr_assert_neq(swap_tid[p], my_tid());
 
-        pp_stats_t *s1 = stats_new(pool);
+        pp_stats_t *s1 = test_stats_new(pool);
         for (unsigned m = 0; m < 4; m++) {
             uint64_t ev = s1->node[m].evictions_written - s0->node[m].evictions_written;
             if (m == n) {
@@ -1678,7 +1662,7 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
                      atomic_load(&sw->load_tid[base + victim2]), swap_tid[p], my_tid(),
                      atomic_load(&sw->loads[base + victim2]), state_of(pool, refs[victim2]));
         cr_assert(WAIT_UNTIL(STAT_NODE(pool, n, loads) == s1->node[n].loads + 2, TEST_WAIT_MS));
-        pp_stats_t *s2 = stats_new(pool);
+        pp_stats_t *s2 = test_stats_new(pool);
         for (unsigned m = 0; m < 4; m++) {
             if (m != n)
                 cr_assert_eq(s2->node[m].loads, s0->node[m].loads, "node %u counted a load", m);

@@ -1,9 +1,10 @@
 /*
- * swapdir.h -- where the swap tests make their pools' swap directories, and
- * how a suite's fini removes the directory of a pool a failed test left.
+ * swaptest.h -- what the eviction tests (test_evict, test_advise) share:
+ * where their pools' swap directories go, how a suite's fini removes the
+ * directory of a pool a failed test left, and the pool's statistics.
  */
-#ifndef PP_TEST_SWAPDIR_H
-#define PP_TEST_SWAPDIR_H
+#ifndef PP_TEST_SWAPTEST_H
+#define PP_TEST_SWAPTEST_H
 
 #include <dirent.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include <pinpool.h>
+
+#include "../helpers.h"   /* test_stats, Criterion */
 
 #include "testhooks.h"   /* pp__swap_path */
 
@@ -45,4 +48,22 @@ static inline void test_swap_dir_remove(pp_pool_t *pool)
     (void)rmdir(dir);
 }
 
-#endif /* PP_TEST_SWAPDIR_H */
+/* The pool's statistics, on the heap (pp_stats_t is large). */
+static inline pp_stats_t *test_stats_new(pp_pool_t *pool)
+{
+    pp_stats_t *s = malloc(sizeof *s);
+    cr_assert_not_null(s);
+    test_stats(pool, s);
+    return s;
+}
+
+/* The pool's reserved resident bytes. */
+static inline uint64_t test_reserved(pp_pool_t *pool)
+{
+    pp_stats_t *s = test_stats_new(pool);
+    uint64_t v = s->resident_reserved;
+    free(s);
+    return v;
+}
+
+#endif /* PP_TEST_SWAPTEST_H */

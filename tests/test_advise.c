@@ -74,40 +74,15 @@ static uint64_t evictions(pp_pool_t *pool)
     return STAT_TOTAL(pool, evictions_written) + STAT_TOTAL(pool, evictions_clean);
 }
 
-/* Releases refs (skipping PP_REF_NONE), drains, checks that everything put
- * was freed and nothing is left (bytes, swap space, a valid table), and
- * destroys the pool. */
+/* Releases refs, drains, checks that nothing is left
+ * (test_release_and_check_empty), and destroys the pool. */
 static void ad_finish(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (refs[i] != PP_REF_NONE)
-            assert_rc(pp_release(pool, refs[i]), 0);
-    }
-    test_drain(pool);
-    pp_stats_t *s = test_stats_new(pool);
-    cr_assert_eq(s->total.frees, s->total.puts, "%" PRIu64 " puts, %" PRIu64 " frees",
-                 s->total.puts, s->total.frees);
-    cr_assert_eq(s->total.entries, 0);
-    cr_assert_eq(s->total.resident_bytes, 0);
-    cr_assert_eq(s->total.swapped_bytes, 0);
-    cr_assert_eq(s->total.swap_used_bytes, 0);
-    cr_assert_eq(s->resident_reserved, 0);
-    cr_assert_leq(s->resident_peak, s->mem_limit);
-    cr_assert_eq(s->total.checksum_failures + s->total.io_errors, 0);
-    cr_assert_leq(s->total.evictions_advised,
-                  s->total.evictions_written + s->total.evictions_clean);
-    free(s);
-    cr_assert(pp__pool_is_valid(pool));
+    test_release_and_check_empty(pool, refs, n);
+    cr_assert_leq(STAT_TOTAL(pool, evictions_advised),
+                  STAT_TOTAL(pool, evictions_written) + STAT_TOTAL(pool, evictions_clean));
     test_destroy(pool);
     g_ad_pool = NULL;
-}
-
-static int fd_blocked(faultdev_t *f)
-{
-    pthread_mutex_lock(&f->lock);
-    int k = f->blocked;
-    pthread_mutex_unlock(&f->lock);
-    return k;
 }
 
 /* The node every entry of the ordering tests lives on. */
@@ -560,7 +535,7 @@ Test(advise, willneed_loads_swapped_entry, .timeout = 60)
 
     faultdev_gate_close(f, true, false);
     assert_rc(pp_advise(pool, w, PP_ADVISE_WILLNEED), 0);
-    cr_assert(WAIT_UNTIL(fd_blocked(f) >= 1, TEST_WAIT_MS), "WILLNEED started no load");
+    cr_assert(WAIT_UNTIL(faultdev_blocked(f) >= 1, TEST_WAIT_MS), "WILLNEED started no load");
     pp_entry_info_t info = test_stat(pool, w);
     cr_assert_eq(info.state & (PP_STATE_RESIDENT | PP_STATE_LOADING), PP_STATE_LOADING);
     cr_assert_eq(info.pins, 0);

@@ -73,40 +73,13 @@ static bool all_freed(pp_pool_t *pool)
     return ok;
 }
 
-/* Releases refs (skipping PP_REF_NONE), drains -- which waits for entries
- * that died during an eviction or a load too -- and checks that everything
- * put has been freed and nothing leaked: no resident, swapped or reserved
- * bytes, no swap space, a valid table.  Destroys the pool. */
+/* Releases refs, drains, checks that nothing is left
+ * (test_release_and_check_empty), and destroys the pool. */
 static void ev_finish(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (refs[i] != PP_REF_NONE)
-            assert_rc(pp_release(pool, refs[i]), 0);
-    }
-    test_drain(pool);
-    cr_assert(all_freed(pool), "pp_pool_drain returned before every entry was freed");
-    pp_stats_t *s = test_stats_new(pool);
-    cr_assert_eq(s->total.entries, 0);
-    cr_assert_eq(s->total.dead_in_io, 0);
-    cr_assert_eq(s->total.resident_bytes, 0, "resident_bytes %" PRIu64, s->total.resident_bytes);
-    cr_assert_eq(s->total.swapped_bytes, 0, "swapped_bytes %" PRIu64, s->total.swapped_bytes);
-    cr_assert_eq(s->total.swap_used_bytes, 0, "swap_used_bytes %" PRIu64,
-                 s->total.swap_used_bytes);
-    cr_assert_eq(s->resident_reserved, 0, "resident_reserved %" PRIu64, s->resident_reserved);
-    cr_assert_leq(s->resident_peak, s->mem_limit);
-    cr_assert_eq(s->total.checksum_failures + s->total.io_errors, 0);
-    free(s);
-    cr_assert(pp__pool_is_valid(pool));
+    test_release_and_check_empty(pool, refs, n);
     test_destroy(pool);
     g_ev_pool = NULL;
-}
-
-static int fd_blocked(faultdev_t *f)
-{
-    pthread_mutex_lock(&f->lock);
-    int k = f->blocked;
-    pthread_mutex_unlock(&f->lock);
-    return k;
 }
 
 static bool fd_gate_closed(faultdev_t *f)
@@ -725,7 +698,7 @@ Test(evict, pin_wins_over_eviction_in_progress, .timeout = 60)
     void *d = NULL;
     assert_rc(pp_pin(pool, refs[x], 0, &d), 0);   /* on this thread: it did not wait */
     cr_assert_eq(d, bufs[x]);
-    cr_assert_eq(fd_blocked(f), 1, "the write is no longer blocked");
+    cr_assert_eq(faultdev_blocked(f), 1, "the write is no longer blocked");
     pp_entry_info_t info = test_stat(pool, refs[x]);
     cr_assert_eq(info.pins, 1);
     cr_assert(info.state & PP_STATE_EVICTING);
@@ -802,7 +775,7 @@ Test(evict, write_pin_waits_for_writer_then_wins, .timeout = 60)
     cr_assert(info.state & PP_STATE_EVICTING);
     /* ...but the call has not returned: the swap thread still reads. */
     cr_assert_not(call_returned(&c), "the write pin returned while the bytes were being written");
-    cr_assert_eq(fd_blocked(f), 1);
+    cr_assert_eq(faultdev_blocked(f), 1);
 
     faultdev_gate_open(f);
     test_thread_join(th);
@@ -1017,7 +990,7 @@ Test(evict, concurrent_pins_share_one_load, .timeout = 60)
     cr_assert(WAIT_UNTIL(STAT_TOTAL(pool, load_waits) >= s0->total.load_waits + SL_PINNERS - 1,
                          TEST_WAIT_MS),
               "the other pinners never waited for the load");
-    cr_assert_eq(fd_blocked(f), 1, "more than one load of the entry");
+    cr_assert_eq(faultdev_blocked(f), 1, "more than one load of the entry");
     faultdev_gate_open(f);
     for (int k = 0; k < SL_PINNERS; k++) {
         test_thread_join(th[k]);
@@ -1066,7 +1039,7 @@ Test(evict, nowait_pin_starts_load_and_never_blocks, .timeout = 60)
     assert_rc(pp_pin(pool, x, PP_PIN_NOWAIT | PP_PIN_WRITE, &d), PP_EAGAIN);
     assert_rc(pp_prefetch(pool, x), 0);
     cr_assert_eq(test_stat(pool, x).pins, 0);
-    cr_assert_eq(fd_blocked(f), 1, "a second load of the entry started");
+    cr_assert_eq(faultdev_blocked(f), 1, "a second load of the entry started");
 
     faultdev_gate_open(f);
     /* A waiting pin: it waits for the load in progress, never starts its own. */
@@ -1099,7 +1072,7 @@ Test(evict, prefetch_never_blocks_and_loads, .timeout = 60)
     faultdev_wait_blocked(f, 1);
     cr_assert(state_of(pool, x) & PP_STATE_LOADING);
     assert_rc(pp_prefetch(pool, x), 0);     /* already loading: nothing more */
-    cr_assert_eq(fd_blocked(f), 1);
+    cr_assert_eq(faultdev_blocked(f), 1);
     faultdev_gate_open(f);
 
     /* The swap thread finishes the load by itself: no pin waits for it. */

@@ -602,8 +602,9 @@ static int check_vector(run_t *r, double *residual)
         for (int i = j; i < T; i++) {
             const double *t;
             pp_ref_t ref;
-            if (tile_get(r, i, j, &t, &ref) != 0) {
-                task_failed(r, PP_EIO, "pinning a tile for the check");
+            int rc = tile_get(r, i, j, &t, &ref);
+            if (rc != 0) {
+                task_failed(r, rc, "pinning a tile for the check");
                 break;
             }
             const double *xi = x + (size_t)i * b;
@@ -629,8 +630,9 @@ static int check_vector(run_t *r, double *residual)
             for (int j = 0; j <= i && a != NULL; j++) {
                 const double *t;
                 pp_ref_t ref;
-                if (tile_get(r, i, j, &t, &ref) != 0) {
-                    task_failed(r, PP_EIO, "pinning a tile for the check");
+                int rc = tile_get(r, i, j, &t, &ref);
+                if (rc != 0) {
+                    task_failed(r, rc, "pinning a tile for the check");
                     break;
                 }
                 const double *yj = y + (size_t)j * b;

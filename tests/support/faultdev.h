@@ -323,6 +323,15 @@ static inline void faultdev_gate_open(faultdev_t *f)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* The calls blocked at the gate now. */
+static inline int faultdev_blocked(faultdev_t *f)
+{
+    pthread_mutex_lock(&f->lock);
+    int k = f->blocked;
+    pthread_mutex_unlock(&f->lock);
+    return k;
+}
+
 /* Waits (on the device's condition variable: no sleep) until at least k
  * calls are blocked at the gate. */
 static inline void faultdev_wait_blocked(faultdev_t *f, int k)

@@ -112,6 +112,52 @@
  *  retries without the flag.
  *
  * ---------------------------------------------------------------------------
+ * Overload: the reclaim backlog (pp_options_t.reclaim_backlog)
+ * ---------------------------------------------------------------------------
+ *  A final unpin or release never calls a free function and never waits:
+ *  it queues the entry for its home node's reclaimer, which frees it after
+ *  a grace period.  When busy threads outnumber the CPUs, that one thread
+ *  per node gets only its share of a CPU, and without a bound the memory
+ *  of dead entries would grow as long as the threads that kill entries
+ *  outrun it.  So each node bounds its backlog: the dead entries queued
+ *  for its reclaimer or in their grace period, each counted as the bytes
+ *  it holds in memory (its size if resident, nothing for data only on
+ *  disk) plus 64 for its slot.
+ *
+ *  The back-pressure goes to the producer of new memory, pp_put: a put
+ *  waits while its home node's backlog is at or above half the bound (the
+ *  wait mark), and goes on as soon as the reclaimer brings it below (it
+ *  wakes waiters then; the waiting thread sleeps on a futex, so its CPU
+ *  goes to the reclaimer and the others).  A final unpin or release never
+ *  waits, so entries that were live can still die while puts wait: the
+ *  other half of the bound is room for them.  The backlog therefore passes
+ *  the bound only if more than half of it in live entries die while puts
+ *  wait; pp_node_stats_t.backlog_peak shows how close it came.  Loads do
+ *  not wait for the backlog: with swap the bytes of dead entries count
+ *  against mem_limit until they are freed, so a load cannot take memory
+ *  past the limit however long the backlog (it waits for room instead, as
+ *  described under "Swap").
+ *
+ *  No deadlock: a put waits only for the reclaimer, and the reclaimer only
+ *  for epoch sections to end.  Pins are counters, not sections, so a
+ *  thread holding pins (of live or dead entries: a pinned entry is not in
+ *  the backlog) waits safely.  A QSBR thread between two pp_quiescent()
+ *  calls is inside a section that may hold the grace period back: its put
+ *  returns PP_EDEADLK instead of waiting (call pp_quiescent() and retry).
+ *  With PP_PUT_NOWAIT a put returns PP_EAGAIN instead of waiting.  No other
+ *  wait inside the pool depends on a put, so none can close a cycle; a
+ *  QSBR thread must not, inside its section, wait for another thread's
+ *  put (the rule of every RCU: do not wait for a grace period, or for
+ *  what waits for one, inside a read section).
+ *
+ *  Default 64 MiB per node (PP_RECLAIM_BACKLOG_DEFAULT).  A smaller bound
+ *  keeps less memory dead and the reclaim lag shorter under overload (the
+ *  lag is about the backlog divided by the rate the reclaimer frees at);
+ *  a bound smaller than a few entries makes puts wait for nearly every
+ *  free.  pp_node_stats_t counts the backlog, its peak and the puts that
+ *  waited (and for how long) or were refused.
+ *
+ * ---------------------------------------------------------------------------
  * Threads, progress and memory ordering
  * ---------------------------------------------------------------------------
  *  Threads need no registration: a thread is registered with a pool on its
@@ -127,7 +173,8 @@
  *  | pp_stat, pp_prefetch         | lock-free           | never   | every call but destroy      |
  *  | pp_advise                    | lock-free           | never   | every call but destroy      |
  *  | pp_put                       | lock-free           | only for| every call but destroy      |
- *  |                              |                     | room *  |                             |
+ *  |                              |                     | room or |                             |
+ *  |                              |                     | backlog*|                             |
  *  | pp_quiescent                 | wait-free           | never   | every call but destroy      |
  *  | pp_pool_stats                | takes a short lock  | briefly | every call but destroy      |
  *  | pp_thread_exit               | takes a short lock  | briefly | every call but destroy      |
@@ -138,7 +185,9 @@
  *  (*) Only with swap: pp_pin/pp_pin_many/pp_get of an entry that is not
  *  resident load it (I/O, allocation) or wait for the load in progress, and
  *  pp_put/a load over the memory limit wait for the swap threads to make
- *  room.  PP_PIN_NOWAIT never waits.
+ *  room.  With any pool, pp_put waits while its node's reclaim backlog is
+ *  at its wait mark (see "Overload").  PP_PIN_NOWAIT and PP_PUT_NOWAIT
+ *  never wait.
  *
  *  "Lock-free" calls take no lock, make no system call and allocate nothing
  *  (except a thread's one-time registration, and with PP_TRACK_PINS, which
@@ -221,7 +270,8 @@ extern "C" {
     X(ECORRUPT,   -8, "swap copy failed its checksum")                         \
     X(ENOTSUP,    -9, "not supported by this build or this pool")              \
     X(EBUSY,     -10, "entries are still pinned")                              \
-    X(ETOPOLOGY, -11, "topology could not be loaded")
+    X(ETOPOLOGY, -11, "topology could not be loaded")                          \
+    X(EDEADLK,   -12, "waiting would deadlock: the caller holds reclamation back")
 
 enum {
 #define PP__ERR_ENUM(name, value, msg) PP_##name = (value),
@@ -309,9 +359,16 @@ typedef struct pp_options {
      * thread; must not call into the pool. */
     void (*report)(const char *line, void *ctx);
     void *report_ctx;
+    /* Bytes of dead entries each node may hold while they wait for its
+     * reclaimer (see "Overload"); 0: PP_RECLAIM_BACKLOG_DEFAULT;
+     * PP_RECLAIM_BACKLOG_NONE: no bound (puts never wait for it). */
+    size_t reclaim_backlog;
 } pp_options_t;
 
-#define PP_OPTIONS_INIT { 0, NULL, 0, NULL, 0u, NULL, NULL }
+#define PP_OPTIONS_INIT { 0, NULL, 0, NULL, 0u, NULL, NULL, 0 }
+
+#define PP_RECLAIM_BACKLOG_DEFAULT ((size_t)64 << 20)  /* 64 MiB per node */
+#define PP_RECLAIM_BACKLOG_NONE    SIZE_MAX
 
 /* Pool flags (pp_options_t.flags). */
 #define PP_TRACK_PINS 0x1u   /* remember thread and call site of each pin;
@@ -324,6 +381,8 @@ typedef struct pp_options {
 
 /* pp_put flags: choose the home node (0 <= n < number of nodes). */
 #define PP_ON_NODE(n) (0x100u | (((unsigned)(n) & 0xffu) << 16))
+#define PP_PUT_NOWAIT 0x1u   /* PP_EAGAIN instead of waiting for the
+                                reclaim backlog or for room (swap) */
 
 /* pp_pin flags. */
 #define PP_PIN_WRITE  0x1u   /* the task will write: marks the entry dirty */
@@ -380,8 +439,15 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * range; size > PTRDIFF_MAX), PP_ENOMEM (table full, no memory for a new
  * table segment, or the memory limit: without swap when the entry does not
  * fit; with swap when it does not fit and nothing can be evicted).
- * Lock-free when the entry fits under the limit; with swap, a put that does
- * not fit waits for the swap threads to evict.  Once per 64 puts on a node it
+ * PP_EAGAIN (PP_PUT_NOWAIT, and the call would have waited: for the
+ * backlog, or with swap for room), PP_EDEADLK (the backlog is at its wait
+ * mark and the caller is a QSBR thread inside its section, which may hold
+ * the reclaimer back: call pp_quiescent() and retry).  A failed put leaves
+ * data with the caller and the pool unchanged.
+ * Lock-free when the entry fits under the limit and the node's reclaim
+ * backlog is below its wait mark.  Otherwise it waits (see "Overload"):
+ * for the reclaimer to bring the backlog under the mark, then, with swap,
+ * for the swap threads to evict.  Once per 64 puts on a node it
  * may take slots from a fresh table segment, and once per 8192 slots it
  * allocates that segment (hwloc/mmap, bound to the node). */
 PP_API int pp_put(pp_pool_t *pool, void *data, size_t size,
@@ -619,6 +685,15 @@ typedef struct pp_node_stats {
                                     of theirs is in flight: queued when it
                                     ends (pp_pool_drain waits for them too) */
     uint64_t grace_polls;        /* epoch polls made by the reclaimer */
+    /* The reclaim backlog (see "Overload"): */
+    uint64_t backlog_bytes;      /* dead entries queued or in their grace
+                                    period: resident bytes + 64 each */
+    uint64_t backlog_peak;       /* the highest backlog_bytes so far */
+    uint64_t backlog_waits;      /* puts that waited for the backlog */
+    uint64_t backlog_wait_ns;    /* their time waiting, in total */
+    uint64_t backlog_wait_max_ns;/* the longest such wait */
+    uint64_t backlog_refused;    /* puts that returned PP_EAGAIN or
+                                    PP_EDEADLK instead of waiting for it */
     uint64_t slots;              /* table slots allocated on the node */
     uint64_t retired_slots;      /* slots whose generations ran out: never reused */
     /* Hot entries (see "Hot entries"): */
@@ -651,8 +726,12 @@ typedef struct pp_stats {
     uint64_t room_waits;         /* puts and loads that waited for the swap
                                     threads to make room */
     uint64_t room_enomem;        /* of those, the ones that got PP_ENOMEM */
+    uint64_t reclaim_backlog;    /* the backlog bound per node (UINT64_MAX:
+                                    none) */
+    uint64_t backlog_mark;       /* where puts start to wait: half of it */
     int swap;                    /* swap enabled */
-    pp_node_stats_t total;       /* sums (tid/bound fields: 0) */
+    pp_node_stats_t total;       /* sums (tid/bound fields: 0; peaks and
+                                    maxima: the largest node's) */
     pp_node_stats_t node[PP_MAX_NODES];
 } pp_stats_t;
 

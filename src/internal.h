@@ -159,6 +159,25 @@ void pp__reclaim_stop(pp_pool_t *pool);
 void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t);
 uint64_t pp__now_ns(void);
 
+/* backlog.c -- the bound on the reclaim backlog (pinpool.h, "Overload").
+ * What one dead entry counts: its bytes in memory plus its slot.  pw is
+ * its word once QUEUED (RESIDENT no longer changes). */
+#define PP__BACKLOG_SLOT_BYTES 64u
+static inline uint64_t pp__backlog_charge(const pp__entry_t *e, uint64_t pw)
+{
+    return ((pw & PP__F_RESIDENT) ? (uint64_t)e->size : 0) + PP__BACKLOG_SLOT_BYTES;
+}
+void pp__backlog_init(pp_pool_t *pool, size_t bound);
+/* A push adds the entry's charge (before the push: the reclaimer's
+ * subtraction comes after it); the reclaimer subtracts it once the entry
+ * is freed, and wakes waiting puts when the backlog falls below the mark. */
+void pp__backlog_add(pp__node_t *node, uint64_t charge);
+void pp__backlog_sub(pp_pool_t *pool, pp__node_t *node, uint64_t charge);
+/* A put's wait for node n's backlog to fall below the mark (the caller saw
+ * it at or above): 0, PP_EAGAIN (PP_PUT_NOWAIT) or PP_EDEADLK (t is a QSBR
+ * thread inside its section). */
+int pp__backlog_wait(pp_pool_t *pool, unsigned n, pp__thread_t *t, unsigned flags);
+
 /* track.c */
 int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
                   const char *file, int line);

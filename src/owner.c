@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-#define PP__PUT_FLAGS (PP_ON_NODE(0xff))
+#define PP__PUT_FLAGS (PP_ON_NODE(0xff) | PP_PUT_NOWAIT)
 
 int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
            unsigned flags, pp_ref_t *out)
@@ -27,7 +27,17 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     } else {
         n = pp__current_node(pool, t);
     }
-    int rc = pp__mem_reserve(pool, size, true);
+    /* The backlog first, so that a put waiting for it holds no reservation
+     * (relaxed: a threshold; the line is the one the put writes below). */
+    int rc;
+    if (PP__UNLIKELY(pp__atomic_load_relaxed(&pool->nodes[n]->put.backlog) >= pool->backlog_mark)) {
+        rc = pp__backlog_wait(pool, n, t, flags);
+        if (rc != 0)
+            return rc;
+    }
+    rc = pp__mem_reserve(pool, size, !(flags & PP_PUT_NOWAIT));
+    if (rc == PP_ENOMEM && (flags & PP_PUT_NOWAIT) && pool->swap && size <= pool->mem_limit)
+        return PP_EAGAIN;                /* it would have waited for room */
     if (rc != 0)
         return rc;
     pp__entry_t *e = pp__slot_alloc(pool, n, t);

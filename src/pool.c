@@ -148,6 +148,7 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
             return rc;
         }
     }
+    pp__backlog_init(pool, opt->reclaim_backlog);
     rc = pp__reclaim_start(pool);
     if (rc == 0)
         rc = pp__evict_start(pool);

@@ -115,6 +115,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
         e->queued_us = us == PP__LAG_NONE ? us - 1 : us;
     }
     pp__counter_add(&t->count[n].queued, 1);
+    pp__backlog_add(node, pp__backlog_charge(e, pp__atomic_load_relaxed(&e->pw)));
     /* With swap, a put or load short of room waits for these bytes instead
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
@@ -271,8 +272,10 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
               pp__pw_pins(pw) == 0);
     uint32_t now_us = e->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
     size_t size = e->size;
+    uint64_t charge = pp__backlog_charge(e, pw);
     PP__YIELD(RECLAIM);
     pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
+    pp__backlog_sub(pool, node, charge);      /* may wake waiting puts */
     if (pool->swap && (pw & PP__F_RESIDENT)) {
         /* After the unreserve, then a wake: a waiter that still sees these
          * bytes dying is woken after they are free (mem.c). */

@@ -124,6 +124,14 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->hot_promotions += from->hot_promotions;
     to->hot_demotions += from->hot_demotions;
     to->hot_full += from->hot_full;
+    to->backlog_bytes += from->backlog_bytes;
+    if (from->backlog_peak > to->backlog_peak)
+        to->backlog_peak = from->backlog_peak;
+    to->backlog_waits += from->backlog_waits;
+    to->backlog_wait_ns += from->backlog_wait_ns;
+    if (from->backlog_wait_max_ns > to->backlog_wait_max_ns)
+        to->backlog_wait_max_ns = from->backlog_wait_max_ns;
+    to->backlog_refused += from->backlog_refused;
     to->lag_count += from->lag_count;
     to->lag_total_ns += from->lag_total_ns;
     if (from->lag_max_ns > to->lag_max_ns)
@@ -144,6 +152,8 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     out->resident_peak = pp__atomic_load_relaxed(&pool->resident_peak);
     out->room_waits = pp__atomic_load_relaxed(&pool->room_waits);
     out->room_enomem = pp__atomic_load_relaxed(&pool->room_enomem);
+    out->reclaim_backlog = pool->backlog_bound;
+    out->backlog_mark = pool->backlog_mark;
 
     /* Reclaimer-side figures first: a free counted here was queued (and
      * put) before, so reading it first never shows more frees than puts. */
@@ -168,6 +178,12 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
         s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
         s->resident_bytes = pp__atomic_load_relaxed(&node->put.resident_bytes);
+        s->backlog_bytes = pp__atomic_load_relaxed(&node->put.backlog);
+        s->backlog_peak = pp__atomic_load_relaxed(&node->put.backlog_peak);
+        s->backlog_waits = pp__atomic_load_relaxed(&node->bl.waits);
+        s->backlog_wait_ns = pp__atomic_load_relaxed(&node->bl.wait_ns);
+        s->backlog_wait_max_ns = pp__atomic_load_relaxed(&node->bl.wait_max_ns);
+        s->backlog_refused = pp__atomic_load_relaxed(&node->bl.refused);
         /* An entry that dies right after its eviction commits may be
          * subtracted by its reclaimer an instant before the swap thread
          * adds it: never show that transient as a huge number. */

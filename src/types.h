@@ -176,11 +176,24 @@ typedef struct pp__node {
         struct ck_ec32 wake __attribute__((aligned(PP__PAD)));
     } __attribute__((aligned(PP__PAD))) prod;
 
-    /* Putters (and whoever frees: the counts go down there). */
+    /* Putters (and whoever frees: the counts go down there).  The backlog
+     * shares the line of resident_bytes, which every put writes anyway:
+     * a put reads it there for nothing, and a put followed by a final
+     * release moves one line, not two (backlog.c). */
     struct {
         _Atomic uint32_t next_slot;      /* the bump index of never-used slots */
         _Atomic uint64_t resident_bytes; /* put minus freed */
+        _Atomic uint64_t backlog;        /* charge of dead entries queued, not yet freed */
+        _Atomic uint64_t backlog_peak;   /* the highest backlog so far */
     } __attribute__((aligned(PP__PAD))) put;
+
+    /* Puts waiting for the backlog (backlog.c): written by them, read by
+     * the reclaimer at each free while any waits. */
+    struct {
+        _Atomic uint32_t waiters;        /* puts waiting now */
+        struct ck_ec32 ec;               /* bumped when the backlog falls below the mark */
+        _Atomic uint64_t waits, wait_ns, wait_max_ns, refused;
+    } __attribute__((aligned(PP__PAD))) bl;
 
     /* Free slots: pushed by the reclaimer, popped by putters. */
     ck_stack_t free_slots __attribute__((aligned(PP__PAD)));
@@ -261,6 +274,9 @@ struct pp_pool {
     pp__node_t *nodes[PP_MAX_NODES];
     bool track;
     size_t mem_limit;
+    /* The reclaim backlog (backlog.c): its bound per node and the mark at
+     * which puts wait (UINT64_MAX both: no bound).  Read by every put. */
+    uint64_t backlog_bound, backlog_mark;
     _Atomic uint64_t resident;           /* reserved resident bytes, for mem_limit */
     _Atomic uint64_t resident_peak;
 

@@ -165,9 +165,10 @@ Test(owner, put_argument_errors, .timeout = 30)
     assert_rc(pp_put(pool, buf, (size_t)PTRDIFF_MAX + 1, &ct->type, 0, &r),
               PP_EINVAL);
     assert_rc(pp_put(pool, buf, SIZE_MAX, &ct->type, 0, &r), PP_EINVAL);
-    static const unsigned bad_flags[] = {0x1u, 0x2u, 0x4u, 0x80u, 0x200u,
+    static const unsigned bad_flags[] = {0x2u, 0x4u, 0x8u, 0x80u, 0x200u,
                                          0x1000000u, 0x80000000u,
-                                         PP_ON_NODE(0) | 0x1u};
+                                         PP_ON_NODE(0) | 0x2u,
+                                         PP_PUT_NOWAIT | 0x2u};
     for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++)
         cr_assert_eq(pp_put(pool, buf, 64, &ct->type, bad_flags[i], &r),
                      PP_EINVAL, "flags 0x%x", bad_flags[i]);

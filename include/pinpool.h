@@ -150,7 +150,7 @@
  *  put (the rule of every RCU: do not wait for a grace period, or for
  *  what waits for one, inside a read section).
  *
- *  Default 64 MiB per node (PP_RECLAIM_BACKLOG_DEFAULT).  A smaller bound
+ *  Default 16 MiB per node (PP_RECLAIM_BACKLOG_DEFAULT).  A smaller bound
  *  keeps less memory dead and the reclaim lag shorter under overload (the
  *  lag is about the backlog divided by the rate the reclaimer frees at);
  *  a bound smaller than a few entries makes puts wait for nearly every
@@ -367,7 +367,7 @@ typedef struct pp_options {
 
 #define PP_OPTIONS_INIT { 0, NULL, 0, NULL, 0u, NULL, NULL, 0 }
 
-#define PP_RECLAIM_BACKLOG_DEFAULT ((size_t)64 << 20)  /* 64 MiB per node */
+#define PP_RECLAIM_BACKLOG_DEFAULT ((size_t)16 << 20)  /* 16 MiB per node */
 #define PP_RECLAIM_BACKLOG_NONE    SIZE_MAX
 
 /* Pool flags (pp_options_t.flags). */
@@ -440,7 +440,8 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * table segment, or the memory limit: without swap when the entry does not
  * fit; with swap when it does not fit and nothing can be evicted).
  * PP_EAGAIN (PP_PUT_NOWAIT, and the call would have waited: for the
- * backlog, or with swap for room), PP_EDEADLK (the backlog is at its wait
+ * backlog, or with swap for room -- the swap threads are then asked to
+ * make room, so a retry may fit), PP_EDEADLK (the backlog is at its wait
  * mark and the caller is a QSBR thread inside its section, which may hold
  * the reclaimer back: call pp_quiescent() and retry).  A failed put leaves
  * data with the caller and the pool unchanged.
@@ -689,7 +690,8 @@ typedef struct pp_node_stats {
     uint64_t backlog_bytes;      /* dead entries queued or in their grace
                                     period: resident bytes + 64 each */
     uint64_t backlog_peak;       /* the highest backlog_bytes so far */
-    uint64_t backlog_waits;      /* puts that waited for the backlog */
+    uint64_t backlog_waiting;    /* puts waiting for it now */
+    uint64_t backlog_waits;      /* puts that waited for it (their wait over) */
     uint64_t backlog_wait_ns;    /* their time waiting, in total */
     uint64_t backlog_wait_max_ns;/* the longest such wait */
     uint64_t backlog_refused;    /* puts that returned PP_EAGAIN or

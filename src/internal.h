@@ -209,6 +209,9 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags,
  * PP_ENOMEM once nothing evictable is left.  0 on success (always without
  * a limit). */
 int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait);
+/* The same for PP_PUT_NOWAIT: where it would wait, PP_EAGAIN at once (the
+ * swap threads are asked for a pass). */
+int pp__mem_reserve_nowait(pp_pool_t *pool, size_t size);
 void pp__mem_unreserve(pp_pool_t *pool, size_t size);
 
 /* load.c -- loads from swap.  Pre for both: the caller claimed LOADING on

@@ -168,3 +168,14 @@ int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait)
         return PP_ENOMEM;                /* never fits: evict nothing for it */
     return pp__room_wait(pool, size);
 }
+
+int pp__mem_reserve_nowait(pp_pool_t *pool, size_t size)
+{
+    if (pool->mem_limit == 0 || pp__mem_try(pool, size))
+        return 0;
+    if (!pool->swap || size > pool->mem_limit)
+        return PP_ENOMEM;
+    /* It would have waited: have the swap threads make room for a retry. */
+    pp__kick_all(pool);
+    return PP_EAGAIN;
+}

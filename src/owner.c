@@ -35,9 +35,8 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
         if (rc != 0)
             return rc;
     }
-    rc = pp__mem_reserve(pool, size, !(flags & PP_PUT_NOWAIT));
-    if (rc == PP_ENOMEM && (flags & PP_PUT_NOWAIT) && pool->swap && size <= pool->mem_limit)
-        return PP_EAGAIN;                /* it would have waited for room */
+    rc = (flags & PP_PUT_NOWAIT) ? pp__mem_reserve_nowait(pool, size)
+                                 : pp__mem_reserve(pool, size, true);
     if (rc != 0)
         return rc;
     pp__entry_t *e = pp__slot_alloc(pool, n, t);

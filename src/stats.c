@@ -127,6 +127,7 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->backlog_bytes += from->backlog_bytes;
     if (from->backlog_peak > to->backlog_peak)
         to->backlog_peak = from->backlog_peak;
+    to->backlog_waiting += from->backlog_waiting;
     to->backlog_waits += from->backlog_waits;
     to->backlog_wait_ns += from->backlog_wait_ns;
     if (from->backlog_wait_max_ns > to->backlog_wait_max_ns)
@@ -180,6 +181,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->resident_bytes = pp__atomic_load_relaxed(&node->put.resident_bytes);
         s->backlog_bytes = pp__atomic_load_relaxed(&node->put.backlog);
         s->backlog_peak = pp__atomic_load_relaxed(&node->put.backlog_peak);
+        s->backlog_waiting = pp__atomic_load_relaxed(&node->bl.waiters);
         s->backlog_waits = pp__atomic_load_relaxed(&node->bl.waits);
         s->backlog_wait_ns = pp__atomic_load_relaxed(&node->bl.wait_ns);
         s->backlog_wait_max_ns = pp__atomic_load_relaxed(&node->bl.wait_max_ns);

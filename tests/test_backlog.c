@@ -11,6 +11,7 @@
  * whose reclaimer the gate stops.
  */
 #include "helpers.h"
+#include "support/swaptest.h"   /* test_swap_parent */
 
 #define ESIZE 4000u                      /* each entry counts 4000 + 64 */
 #define CHARGE (ESIZE + 64u)
@@ -381,4 +382,55 @@ Test(backlog, argument_errors_before_the_wait, .timeout = 60)
     assert_rc(pp_put(pool, buf, 8, NULL, PP_ON_NODE(PP_MAX_NODES - 1), &r), PP_EINVAL);
     cr_assert_eq(STAT_NODE(pool, 0, backlog_refused), 0);
     open_and_finish(pool);
+}
+
+/* With swap, PP_PUT_NOWAIT does not wait for room either: PP_EAGAIN where a
+ * waiting put would have the swap threads evict (here it would get
+ * PP_ENOMEM: every resident byte is pinned), and once pins are dropped the
+ * swap threads it asked make room for a retry. */
+Test(backlog, nowait_does_not_wait_for_room, .timeout = 60)
+{
+    gate_init();
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.mem_limit = 8 * ESIZE;
+    o.swap_dir = test_swap_parent();
+    pp_pool_t *pool = test_pool(&o);
+    static const pp_type_t flat = {0};
+    pp_ref_t refs[8];
+    size_t n = 0;
+    for (; n < 8; n++) {
+        void *p = malloc(ESIZE);
+        cr_assert_not_null(p);
+        memset(p, (int)n, ESIZE);
+        int rc = pp_put(pool, p, ESIZE, &flat, PP_PUT_NOWAIT, &refs[n]);
+        if (rc != 0) {
+            free(p);
+            assert_rc(rc, PP_EAGAIN);
+            break;
+        }
+        assert_rc(pp_pin(pool, refs[n], 0, NULL), 0);
+    }
+    cr_assert_geq(n, 4, "%zu entries fit under 8 of their size", n);
+    pp_stats_t s0, s1;
+    test_stats(pool, &s0);
+    void *p = malloc(ESIZE);
+    cr_assert_not_null(p);
+    memset(p, 0x77, ESIZE);
+    pp_ref_t r;
+    assert_rc(pp_put(pool, p, ESIZE, &flat, PP_PUT_NOWAIT, &r), PP_EAGAIN);
+    test_stats(pool, &s1);
+    cr_assert_eq(s1.room_waits, s0.room_waits, "it did not wait");
+    assert_rc(pp_put(pool, p, ESIZE, &flat, 0, &r), PP_ENOMEM);   /* all pinned */
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_unpin(pool, refs[i]), 0);
+    int rc;
+    cr_assert(WAIT_UNTIL((rc = pp_put(pool, p, ESIZE, &flat, PP_PUT_NOWAIT, &r)) != PP_EAGAIN,
+                         TEST_WAIT_MS));
+    assert_rc(rc, 0);
+    assert_rc(pp_release(pool, r), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+    test_drain(pool);
+    test_destroy(pool);
+    sig_destroy(&g_gate.open);
 }

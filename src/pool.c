@@ -218,6 +218,8 @@ int pp_pool_destroy(pp_pool_t *pool)
     uint64_t leaked = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
+        /* Every queued entry was freed and subtracted its charge. */
+        PP__CHECK(pp__atomic_load_relaxed(&node->put.backlog) == 0);
         uint64_t k = pp__atomic_load_relaxed(&node->rc.leaked_owned);
         leaked += k;
         for (uint64_t i = 0; i < k && i < 4; i++)

@@ -68,11 +68,13 @@
  *  full or failing).  Bytes of dead entries waiting for their reclaimer's
  *  grace period are waited for, not counted as lost -- except by a QSBR
  *  thread between two pp_quiescent() calls, whose own section holds that
- *  grace period back (it gets PP_ENOMEM), and only while reclaimers free
- *  something at least every 10 ms (another QSBR thread may hold the grace
- *  period back, for instance while it waits for a load the caller makes).  Reserved resident bytes never
- *  exceed mem_limit: an entry being loaded counts from before its memory
- *  is allocated.
+ *  grace period back (it gets PP_ENOMEM), and only while reclaimers that
+ *  poll their epoch free something at least every 10 ms (another QSBR
+ *  thread may hold the grace period back, for instance while it waits for
+ *  a load the caller makes; a reclaimer that had no CPU to poll, under
+ *  overload, is waited for).  Reserved resident bytes never exceed
+ *  mem_limit: an entry being loaded counts from before its memory is
+ *  allocated.
  *
  *  Nothing acknowledged is ever lost: a write that fails (EIO, ENOSPC, a
  *  short write) leaves the entry resident and counts an I/O error; a read

@@ -121,10 +121,11 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
                 rc = 0;
                 break;
             }
-            uint64_t dying = 0, frees = 0;
+            uint64_t dying = 0, frees = 0, polls = 0;
             for (unsigned n = 0; n < pool->nnodes; n++) {
                 dying += pp__atomic_load_relaxed(&pool->nodes[n]->prod.dying_bytes);
                 frees += pp__atomic_load_relaxed(&pool->nodes[n]->rc.frees);
+                polls += pp__atomic_load_relaxed(&pool->nodes[n]->rc.grace_polls);
             }
             pp__thread_t *t = pp__thread_get(pool);
             if (dying == 0 || t == NULL || t->in_section)
@@ -141,11 +142,17 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
                 deadline.tv_nsec -= 1000000000L;
             }
             if (ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, &deadline) != 0) {
-                uint64_t later = 0;
-                for (unsigned n = 0; n < pool->nnodes; n++)
+                uint64_t later = 0, later_polls = 0;
+                for (unsigned n = 0; n < pool->nnodes; n++) {
                     later += pp__atomic_load_relaxed(&pool->nodes[n]->rc.frees);
-                if (later == frees)
-                    break;               /* no reclaim for 10 ms: PP_ENOMEM */
+                    later_polls += pp__atomic_load_relaxed(&pool->nodes[n]->rc.grace_polls);
+                }
+                /* Nothing freed for 10 ms although the reclaimers polled
+                 * the epoch: a grace period is held back, PP_ENOMEM.  A
+                 * reclaimer that did not poll at all had no CPU (busy
+                 * threads outnumber the CPUs): wait for it again. */
+                if (later == frees && later_polls >= polls + 2)
+                    break;
             }
         }
         /* Others took what was freed, or dead entries were freed: ask

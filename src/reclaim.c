@@ -10,9 +10,10 @@
  * while the reclaimer is busy.
  *
  * The reclaimer takes each thread's queue for its node with one batch pop
- * (pp__reclaim_collect), hands every entry to ck_epoch_call on its own
- * epoch record, and polls the epoch.  Callbacks whose grace period has
- * passed are collected (not run inside libck), then each entry is freed --
+ * (pp__reclaim_collect), hands each round's lists to ck_epoch_call as one
+ * batch (pp__rbatch_t) on its own epoch record, and polls the epoch.
+ * Callbacks whose grace period has passed are collected (not run inside
+ * libck), then each entry is freed --
  * the type's free function, exactly once -- its bytes and lag accounted,
  * and its slot recycled (or retired when its generation is exhausted).
  * While callbacks are pending the reclaimer waits on the event count with
@@ -78,6 +79,12 @@ static const struct ck_ec_ops pp__ec_ops = {
     .wait64 = pp__ec_wait64,
     .wake32 = pp__ec_wake32,
     .wake64 = pp__ec_wake64,
+    /* Spin once, not ck's default 100 pauses (several microseconds), before
+     * the futex: every waiter here (reclaimers between polls, swap threads,
+     * waiting puts and loads) waits for another thread that, when threads
+     * outnumber the CPUs, may need the very CPU the spin burns.  Under
+     * overload the default spin took 11% of a reclaimer's time. */
+    .busy_loop_iter = 1,
 };
 
 /* Many producers (any thread doing a final unpin), one waiter. */
@@ -139,25 +146,86 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
         ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
 }
 
-/* Takes every entry queued for node n, from every thread's queue, as one
- * list (NULL: none). */
-static ck_stack_entry_t *pp__reclaim_collect(pp_pool_t *pool, unsigned n)
+/* One grace period for many entries: what the reclaimer collected in one
+ * round, as the lists it popped from the threads' queues (each entry is
+ * linked through q.link, never walked until it is freed).  One epoch
+ * callback per batch, where one per entry cost three cache misses per
+ * entry before its free (the pop's reversal, ck_epoch_call's store, the
+ * dispatch), serialised along the lists.  The batches live on the
+ * reclaimer's stack; when all are in flight, entries fall back to one
+ * callback each. */
+#define PP__RBATCHES      64
+#define PP__RBATCH_LISTS  16
+
+typedef struct pp__rbatch {
+    ck_epoch_entry_t ee;
+    struct pp__rbatch *next;             /* free list, or ready list */
+    unsigned n;
+    ck_stack_entry_t *list[PP__RBATCH_LISTS];
+} pp__rbatch_t;
+
+typedef struct pp__rstate {
+    ck_epoch_record_t *rec;
+    pp__rbatch_t *free;                  /* batches not in flight */
+    pp__rbatch_t *cur;                   /* the batch this round fills */
+    unsigned pending;                    /* epoch callbacks in flight */
+    pp__rbatch_t all[PP__RBATCHES];
+} pp__rstate_t;
+
+static void pp__epoch_cb(ck_epoch_entry_t *ee);
+static void pp__epoch_batch_cb(ck_epoch_entry_t *ee);
+
+/* Hands the current batch to the epoch. */
+static void pp__rbatch_close(pp__rstate_t *rs)
 {
-    ck_stack_entry_t *all = NULL;
+    if (rs->cur == NULL)
+        return;
+    ck_epoch_call(rs->rec, &rs->cur->ee, pp__epoch_batch_cb);
+    rs->pending++;
+    rs->cur = NULL;
+}
+
+/* Adds one list popped from a thread's queue to this round's batch, or, if
+ * every batch is in flight, gives each of its entries a callback. */
+static void pp__rbatch_add(pp__rstate_t *rs, ck_stack_entry_t *list)
+{
+    if (rs->cur != NULL && rs->cur->n == PP__RBATCH_LISTS)
+        pp__rbatch_close(rs);
+    if (rs->cur == NULL && rs->free != NULL) {
+        rs->cur = rs->free;
+        rs->free = rs->cur->next;
+        rs->cur->n = 0;
+    }
+    if (rs->cur != NULL) {
+        rs->cur->list[rs->cur->n++] = list;
+        return;
+    }
+    while (list != NULL) {
+        ck_stack_entry_t *next = list->next;
+        ck_epoch_call(rs->rec, &pp__entry_of_link(list)->q.epoch, pp__epoch_cb);
+        rs->pending++;
+        list = next;
+    }
+}
+
+/* Takes every entry queued for node n, from every thread's queue, into
+ * batches; true if there was any. */
+static bool pp__reclaim_collect(pp_pool_t *pool, unsigned n, pp__rstate_t *rs)
+{
+    bool any = false;
     /* acquire: pairs with the registration's release (the record's queues
      * are initialised). */
     for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL; t = t->next) {
         if (ck_pr_load_ptr(&t->rq[n].s.head) == NULL)
             continue;
-        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&t->rq[n].s);
-        while (batch != NULL) {
-            ck_stack_entry_t *next = batch->next;
-            batch->next = all;
-            all = batch;
-            batch = next;
+        ck_stack_entry_t *list = ck_stack_batch_pop_upmc(&t->rq[n].s);
+        if (list != NULL) {
+            pp__rbatch_add(rs, list);
+            any = true;
         }
     }
-    return all;
+    pp__rbatch_close(rs);
+    return any;
 }
 
 /* Whether any thread's queue for node n holds an entry. */
@@ -193,14 +261,21 @@ static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
  * (which only runs on the reclaimer thread, inside ck_epoch_poll or
  * ck_epoch_reclaim). */
 static __thread ck_stack_t *pp__ready_sink;
+static __thread pp__rbatch_t *pp__ready_batches;
 
-static void pp__epoch_cb(ck_epoch_entry_t *ee) __attribute__((unused));
 static void pp__epoch_cb(ck_epoch_entry_t *ee)
 {
     pp__entry_t *e = pp__entry_of_epoch(ee);
     /* q.epoch is dead from here on; reuse q.link for the ready list. */
     e->q.link.next = pp__ready_sink->head;
     pp__ready_sink->head = &e->q.link;
+}
+
+static void pp__epoch_batch_cb(ck_epoch_entry_t *ee)
+{
+    pp__rbatch_t *b = (pp__rbatch_t *)(void *)((char *)ee - offsetof(pp__rbatch_t, ee));
+    b->next = pp__ready_batches;
+    pp__ready_batches = b;
 }
 
 static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
@@ -291,7 +366,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 }
 
 static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
-                          unsigned *pending)
+                          pp__rstate_t *rs)
 {
     ck_stack_entry_t *s = ready->head;
     ready->head = NULL;
@@ -299,9 +374,30 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
         ck_stack_entry_t *next = s->next;
         PP__YIELD(RECLAIM);   /* the entry's grace period has passed */
         pp__reclaim_entry(pool, node, pp__entry_of_link(s));
-        PP__CHECK(*pending > 0);
-        (*pending)--;
+        PP__CHECK(rs->pending > 0);
+        rs->pending--;
         s = next;
+    }
+    pp__rbatch_t *b = pp__ready_batches;
+    pp__ready_batches = NULL;
+    while (b != NULL) {
+        pp__rbatch_t *bnext = b->next;
+        for (unsigned i = 0; i < b->n; i++) {
+            for (s = b->list[i]; s != NULL;) {
+                ck_stack_entry_t *next = s->next;
+                /* The next entry's line comes in while this one is freed. */
+                if (next != NULL)
+                    __builtin_prefetch(pp__entry_of_link(next));
+                PP__YIELD(RECLAIM);
+                pp__reclaim_entry(pool, node, pp__entry_of_link(s));
+                s = next;
+            }
+        }
+        PP__CHECK(rs->pending > 0);
+        rs->pending--;
+        b->next = rs->free;
+        rs->free = b;
+        b = bnext;
     }
 }
 
@@ -330,11 +426,18 @@ static void *pp__reclaimer_main(void *arg)
 {
     pp__node_t *node = arg;
     pp_pool_t *pool = node->pool;
-    ck_epoch_record_t *rec = &node->rc.rt->rec;
+    pp__rstate_t rs;
     ck_stack_t ready = CK_STACK_INITIALIZER;
-    unsigned pending = 0;
     uint32_t backoff_ns = 20000;
 
+    rs.rec = &node->rc.rt->rec;
+    rs.free = NULL;
+    rs.cur = NULL;
+    rs.pending = 0;
+    for (unsigned i = 0; i < PP__RBATCHES; i++) {
+        rs.all[i].next = rs.free;
+        rs.free = &rs.all[i];
+    }
     pp__atomic_store_relaxed(&node->rc.tid, (int)gettid());
     /* One CPU of the node: bound to the whole node, the reclaimer was
      * pulled by the kernel onto the CPU of the thread that woke it, and
@@ -342,45 +445,40 @@ static void *pp__reclaimer_main(void *arg)
      * 1-2 ms instead of microseconds, pinbench). */
     pp__atomic_store_relaxed(&node->rc.cpu_bound, pp__bind_thread_to_node(pool, node->index, true));
     pp__ready_sink = &ready;
+    pp__ready_batches = NULL;
     sem_post(&pool->started);
 
     for (;;) {
         /* Snapshot before looking at the queue: a push after this point
          * changes the value, so the wait below cannot miss it. */
         uint32_t seen = ck_ec32_value(&node->prod.wake);
-        ck_stack_entry_t *batch = pp__reclaim_collect(pool, node->index);
-        if (batch != NULL)
+        bool batch = pp__reclaim_collect(pool, node->index, &rs);
+        if (batch)
             PP__YIELD(RECLAIM);
-        for (ck_stack_entry_t *s = batch; s != NULL;) {
-            ck_stack_entry_t *next = s->next;
-            pp__entry_t *e = pp__entry_of_link(s);
-            ck_epoch_call(rec, &e->q.epoch, pp__epoch_cb);
-            pending++;
-            s = next;
-        }
-        if (pending > 0) {
-            ck_epoch_poll(rec);
+        if (rs.pending > 0) {
+            ck_epoch_poll(rs.rec);
             pp__counter_add(&node->rc.grace_polls, 1);
-            pp__run_ready(pool, node, &ready, &pending);
+            pp__run_ready(pool, node, &ready, &rs);
         }
-        if (batch != NULL) {
+        if (batch) {
             backoff_ns = 20000;
             continue;
         }
         /* acquire: pairs with the destroyer's release of stop, after which
          * no other thread calls into the pool. */
         if (pp__atomic_load_acquire(&node->rc.stop)) {
-            if (pending > 0) {
-                ck_epoch_reclaim(rec);   /* no readers remain: dispatch all */
-                pp__run_ready(pool, node, &ready, &pending);
+            if (rs.pending > 0) {
+                ck_epoch_reclaim(rs.rec);   /* no readers remain: dispatch all */
+                pp__run_ready(pool, node, &ready, &rs);
             }
+            PP__CHECK(rs.pending == 0);
             /* Pushes that happened before stop may have landed after the
              * pop above: go round again until the queue is empty. */
             if (!pp__reclaim_queued(pool, node->index))
                 break;
             continue;
         }
-        if (pending > 0) {
+        if (rs.pending > 0) {
             struct timespec deadline;
             clock_gettime(CLOCK_MONOTONIC, &deadline);
             deadline.tv_nsec += backoff_ns;

@@ -288,33 +288,63 @@ static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
 }
 
 /* Calls the free function (if the data is in memory), drops the swap copy
- * (if any) and accounts for both; pw is the entry's word, not changed. */
-static void pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                                uint64_t pw)
+ * (if any) and accounts for both -- except the node's resident_bytes, on
+ * the putters' line, which the caller subtracts: the bytes returned.  pw
+ * is the entry's word, not changed. */
+static uint64_t pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
+                                    uint64_t pw)
 {
     const pp_type_t *type = e->type;
+    uint64_t resident = 0;
     if (pw & PP__F_RESIDENT) {
         if (type != NULL && type->free != NULL)
             type->free(e->data, e->size, type->ctx);
         else
             free(e->data);
-        pp__atomic_sub_relaxed(&node->put.resident_bytes, e->size);
+        resident = e->size;
         pp__mem_unreserve(pool, e->size);
     } else {
         pp__atomic_sub_relaxed(&node->sw.swapped_bytes, e->size);
     }
     if (pw & PP__F_SWAPPED)
         pp__swap_drop(pool, node, e);
+    return resident;
 }
 
-/* Counts one entry reclaimed, once everything about it is done (data
- * freed, bytes and lag accounted, slot recycled or retired).  release: all
+/* Counts n entries reclaimed, once everything about them is done (data
+ * freed, bytes and lag accounted, slots recycled or retired).  release: all
  * of that happens before anything that acquires this count (pp_pool_stats,
- * hence pp_pool_drain, whose return thus also sees the slot's new state
+ * hence pp_pool_drain, whose return thus also sees the slots' new state
  * and the retired_slots count). */
-static void pp__count_free(pp__node_t *node)
+static void pp__count_free(pp__node_t *node, uint64_t n)
 {
-    pp__atomic_store_release(&node->rc.frees, pp__atomic_load_relaxed(&node->rc.frees) + 1);
+    pp__atomic_store_release(&node->rc.frees, pp__atomic_load_relaxed(&node->rc.frees) + n);
+}
+
+/* What the reclaimer's frees take off the putters' line (resident_bytes,
+ * the backlog), subtracted once per PP__FREED_CHUNK frees and at the end
+ * of each round (pp__freed_flush), not once per free: that line is the one
+ * every put and every final unpin writes, and a subtraction per free made
+ * it move between the reclaimer and them all the time.  The frees are
+ * counted after, so a drain that sees them sees the counters down. */
+#define PP__FREED_CHUNK 32u
+
+typedef struct pp__freed {
+    uint64_t n, resident, charge;
+} pp__freed_t;
+
+static __thread pp__freed_t pp__freed;
+
+static void pp__freed_flush(pp_pool_t *pool, pp__node_t *node)
+{
+    pp__freed_t *f = &pp__freed;
+    if (f->n == 0)
+        return;
+    if (f->resident != 0)
+        pp__atomic_sub_relaxed(&node->put.resident_bytes, f->resident);
+    pp__backlog_sub(pool, node, f->charge);   /* may wake waiting puts */
+    pp__count_free(node, f->n);
+    f->n = f->resident = f->charge = 0;
 }
 
 /* Makes the slot FREE (same generation: stale refs keep failing) and gives
@@ -349,8 +379,7 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     size_t size = e->size;
     uint64_t charge = pp__backlog_charge(e, pw);
     PP__YIELD(RECLAIM);
-    pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
-    pp__backlog_sub(pool, node, charge);      /* may wake waiting puts */
+    uint64_t resident = pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
     if (pool->swap && (pw & PP__F_RESIDENT)) {
         /* After the unreserve, then a wake: a waiter that still sees these
          * bytes dying is woken after they are free (mem.c). */
@@ -362,7 +391,11 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
     pp__slot_recycle(pool, node, e);
-    pp__count_free(node);
+    pp__freed.n++;
+    pp__freed.resident += resident;
+    pp__freed.charge += charge;
+    if (pp__freed.n == PP__FREED_CHUNK)
+        pp__freed_flush(pool, node);
 }
 
 static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
@@ -399,6 +432,7 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
         rs->free = b;
         b = bnext;
     }
+    pp__freed_flush(pool, node);
 }
 
 /* Destroy's sweep: frees entries still owned (destroy checked none is
@@ -417,9 +451,10 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     if (k < 4)
         node->rc.leaked_first[k] = pp__ref_make(n, e->slot, pp__word_gen(pw));
     pp__counter_add(&node->rc.leaked_owned, 1);
-    pp__entry_free_data(pool, node, e, pw);
+    uint64_t resident = pp__entry_free_data(pool, node, e, pw);
+    pp__atomic_sub_relaxed(&node->put.resident_bytes, resident);
     pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);
-    pp__count_free(node);
+    pp__count_free(node, 1);
 }
 
 static void *pp__reclaimer_main(void *arg)

@@ -197,8 +197,9 @@ void pb_print_old_ratios(const pb_results_t *r)
             }
             printf("\n");
         }
-        printf("  geometric mean of the %u cells: %.3f; cells outside %.1f-%.1f (marked *): %u\n",
-               cells, exp(logsum / cells), PB_OLD_BAND_LO, PB_OLD_BAND_HI, outside);
+        printf("  geometric mean of the %u cell%s: %.3f; cells outside %.1f-%.1f (marked *): %u\n",
+               cells, cells == 1 ? "" : "s", exp(logsum / cells), PB_OLD_BAND_LO,
+               PB_OLD_BAND_HI, outside);
     }
 }
 

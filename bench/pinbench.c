@@ -23,6 +23,12 @@
  *   urcu-lfht     liburcu's lock-free hash table, looked up under
  *                 rcu_read_lock, with an atomic refcount in the node: the best
  *                 ready-made lock-free C alternative
+ * and, only in a build made by bench/sidebyside (PINBENCH_HAVE_OLD):
+ *   pinpool-old, pinpool-qsbr-old
+ *                 the first two calling an older commit of the library,
+ *                 linked into the same program with its symbols renamed, each
+ *                 run right after its new counterpart; the report adds new /
+ *                 old per cell, and the reclaim figures run for both
  *
  * Scenarios (an op is one pin + one unpin unless said):
  *   hot           every thread pins the same single entry
@@ -212,8 +218,12 @@ static const pb_scenario_t scenarios[] = {
 #define NSCEN (sizeof scenarios / sizeof scenarios[0])
 
 static const pb_impl_t *const impls[] = {
-    &pb_impl_pinpool, &pb_impl_pinpool_qsbr, &pb_impl_atomic_limit,
-    &pb_impl_naive_array, &pb_impl_mutex_dict, &pb_impl_urcu_lfht,
+#ifdef PINBENCH_HAVE_OLD
+    &pb_impl_pinpool, &pb_impl_pinpool_old, &pb_impl_pinpool_qsbr, &pb_impl_pinpool_qsbr_old,
+#else
+    &pb_impl_pinpool, &pb_impl_pinpool_qsbr,
+#endif
+    &pb_impl_atomic_limit, &pb_impl_naive_array, &pb_impl_mutex_dict, &pb_impl_urcu_lfht,
 };
 #define NIMPL (sizeof impls / sizeof impls[0])
 
@@ -254,8 +264,12 @@ static void usage(FILE *f)
     for (unsigned i = 0; i < NIMPL; i++)
         fprintf(f, " %s", impls[i]->name);
     fprintf(f, "\n                    (default: all)\n");
+    int w = 13;
     for (unsigned i = 0; i < NIMPL; i++)
-        fprintf(f, "                      %-13s %s\n", impls[i]->name, impls[i]->what);
+        if ((int)strlen(impls[i]->name) > w)
+            w = (int)strlen(impls[i]->name);
+    for (unsigned i = 0; i < NIMPL; i++)
+        fprintf(f, "                      %-*s %s\n", w, impls[i]->name, impls[i]->what);
     fprintf(f,
 "  --threads LIST    worker threads per run (default 1,2,4,8; at most %u)\n"
 "  --rounds R        interleaved rounds per cell, median reported (default 9)\n"
@@ -773,8 +787,10 @@ int main(int argc, char **argv)
         pb_print_table(&res, si);
         fflush(stdout);
     }
-    if (nscen > 0)
+    if (nscen > 0) {
         pb_print_ratios(&res);
+        pb_print_old_ratios(&res);
+    }
     if (opt.csv != NULL)
         pb_write_csv(&res, opt.csv);
     if (opt.plot != NULL)
@@ -785,7 +801,18 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < NIMPL; i++)
             if (opt.impl_on[i] && (impls[i] == &pb_impl_mutex_dict || impls[i] == &pb_impl_urcu_lfht))
                 compare[ncompare++] = impls[i];
-        pb_reclaim_figures(opt.quick, compare, ncompare);
+        const pb_reclaim_lib_t *libs[2] = { &pb_reclaim_pinpool };
+        unsigned nlibs = 1;
+#ifdef PINBENCH_HAVE_OLD
+        /* The older library's figures too, when one of its two is run. */
+        for (unsigned i = 0; i < NIMPL; i++)
+            if (opt.impl_on[i] && (impls[i] == &pb_impl_pinpool_old ||
+                                   impls[i] == &pb_impl_pinpool_qsbr_old)) {
+                libs[nlibs++] = &pb_reclaim_pinpool_old;
+                break;
+            }
+#endif
+        pb_reclaim_figures(opt.quick, libs, nlibs, compare, ncompare);
     }
     if (opt.check_csv)
         pb_check_csv(&res, opt.csv);

@@ -6,7 +6,9 @@
  *   pinbench.c          options, scenarios, draws, the timed runs, medians
  *   pinbench_report.c   the table, the ratios, the CSV (and its check), the plot
  *   pinbench_reclaim.c  reclaim lag, final against ordinary unpin, bytes per entry
- *   pinbench_pinpool.c  pinpool and pinpool-qsbr
+ *   pinbench_pinpool.c  pinpool and pinpool-qsbr (and, built by bench/sidebyside,
+ *                       pinpool-old and pinpool-qsbr-old: the same file compiled
+ *                       a second time against an older library, PB_OLD=1)
  *   pinbench_atomic.c   atomic-limit and naive-array
  *   pinbench_mutex.c    mutex-dict (a pthread mutex around a ck_ht)
  *   pinbench_urcu.c     urcu-lfht (liburcu's cds_lfht + an atomic refcount)
@@ -20,6 +22,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* 1 in the second copies of pinbench_pinpool.c and pinbench_reclaim.c that
+ * bench/sidebyside builds against an older library (bench/CMakeLists.txt,
+ * PINBENCH_OLD_LIB); 0 everywhere else. */
+#ifndef PB_OLD
+#define PB_OLD 0
+#endif
 
 /* Bytes of data each entry holds, and that a task reads from each input. */
 #define PB_DATA_BYTES 64u
@@ -82,6 +91,11 @@ extern const pb_impl_t pb_impl_atomic_limit;
 extern const pb_impl_t pb_impl_naive_array;
 extern const pb_impl_t pb_impl_mutex_dict;
 extern const pb_impl_t pb_impl_urcu_lfht;
+/* Only with PINBENCH_HAVE_OLD (bench/sidebyside, PINBENCH_OLD_LIB): the
+ * same two, calling an older library linked beside this one with its
+ * symbols renamed to old_*. */
+extern const pb_impl_t pb_impl_pinpool_old;
+extern const pb_impl_t pb_impl_pinpool_qsbr_old;
 
 /* Helpers (pinbench.c).  The pb_die* functions print one line on stderr,
  * prefixed "pinbench: ", and exit 1. */
@@ -133,6 +147,9 @@ static inline pb_result_t *pb_cell(const pb_results_t *r, unsigned s, unsigned i
 /* pinbench_report.c */
 void pb_print_table(const pb_results_t *r, unsigned s);     /* one scenario, stdout */
 void pb_print_ratios(const pb_results_t *r);                /* the project's targets */
+/* For every implementation X-old run beside X (bench/sidebyside): X / X-old,
+ * Mops/s, per cell, their geometric mean and the cells outside 0.9-1.1. */
+void pb_print_old_ratios(const pb_results_t *r);
 void pb_write_csv(const pb_results_t *r, const char *path);
 /* Reads path back: exact header, every field of every row well formed and
  * the numbers positive, at least one row for each scenario of r.  Exits 1
@@ -141,9 +158,31 @@ void pb_check_csv(const pb_results_t *r, const char *path);
 int pb_gnuplot_found(void);                                 /* on PATH? */
 void pb_plot(const pb_results_t *r, const char *path);      /* needs gnuplot */
 
-/* pinbench_reclaim.c: the reclaim figures, printed on stdout; the memory per
- * entry of pinpool is compared with that of the ncompare implementations
- * given (mutex-dict and urcu-lfht, when selected). */
-void pb_reclaim_figures(int quick, const pb_impl_t *const *compare, unsigned ncompare);
+/* pinbench_reclaim.c: the reclaim figures of one library, each printing its
+ * own lines on stdout (label: NULL, or a name to print with them) and
+ * returning its medians.  pb_reclaim_pinpool measures the library;
+ * pb_reclaim_pinpool_old (only with PINBENCH_HAVE_OLD) is the same file
+ * compiled a second time against the older library. */
+typedef struct pb_reclaim_lib {
+    const char *name;
+    /* (a) reclaim lag of m entries; p50 and p99 in ns. */
+    void (*lag)(size_t m, int same_cpu, const char *label, double *p50, double *p99);
+    /* (b) final against ordinary unpin; median ns per unpin of each. */
+    void (*final_unpin)(size_t n, unsigned rounds, const char *label, double *ordinary,
+                        double *final);
+    /* (c) resident-set growth per entry of n entries pointing at shared. */
+    double (*bytes_per_entry)(size_t n, void *shared);
+} pb_reclaim_lib_t;
+
+extern const pb_reclaim_lib_t pb_reclaim_pinpool;
+extern const pb_reclaim_lib_t pb_reclaim_pinpool_old;
+
+/* The reclaim figures, printed on stdout: each figure for each of the nlibs
+ * (1 or 2) libraries in turn, libs[0] being the library; with two, also
+ * libs[0] / libs[1] of the lag's p50 and p99 and of the unpins' medians.
+ * The memory per entry is compared with that of the ncompare
+ * implementations given (mutex-dict and urcu-lfht, when selected). */
+void pb_reclaim_figures(int quick, const pb_reclaim_lib_t *const *libs, unsigned nlibs,
+                        const pb_impl_t *const *compare, unsigned ncompare);
 
 #endif /* PINBENCH_H */

@@ -10,12 +10,32 @@
  *
  * A worker registers with the pool before the start barrier (a thread's
  * first call registers it: one allocation, kept out of the timed region).
+ *
+ * bench/sidebyside compiles this file a second time with PB_OLD=1, against
+ * an older library's public header, with -Dpp_put=old_pp_put and so on for
+ * every function that header declares (bench/CMakeLists.txt), and links
+ * that library with its symbols renamed: that copy defines pinpool-old and
+ * pinpool-qsbr-old, the same code calling the older library.
  */
 #include "pinbench.h"
 
 #include <pinpool.h>
 
 #include <stdlib.h>
+
+#if PB_OLD
+#define PB_IMPL_POOL pb_impl_pinpool_old
+#define PB_IMPL_QSBR pb_impl_pinpool_qsbr_old
+#define PB_NAME_SUFFIX "-old"
+#define PB_WHAT_POOL "pinpool, the older library linked beside it (bench/sidebyside)"
+#define PB_WHAT_QSBR "pinpool-qsbr, the older library linked beside it"
+#else
+#define PB_IMPL_POOL pb_impl_pinpool
+#define PB_IMPL_QSBR pb_impl_pinpool_qsbr
+#define PB_NAME_SUFFIX ""
+#define PB_WHAT_POOL "the library, default options (pp_pin/pp_unpin, pp_pin_many for a task)"
+#define PB_WHAT_QSBR "the same, each worker calling pp_quiescent after every op"
+#endif
 
 typedef struct pool_table {
     pp_pool_t *pool;
@@ -37,6 +57,11 @@ static const pp_type_t slab_type = { .name = "pinbench-slab", .free = no_free };
 static void *pool_create(size_t n, void *shared)
 {
     pool_table_t *t = pb_calloc(1, sizeof *t);
+    /* Default options: NULL, never a pp_options_t.  This keeps the PB_OLD
+     * copy independent of that struct's layout, which changes between
+     * versions (reclaim_backlog was added to it), should it ever be built
+     * against a newer header than its library's.  The only structure this
+     * file hands the library is pp_type_t (slab_type), and refs. */
     int rc = pp_pool_create(NULL, &t->pool);
     if (rc != 0)
         pb_die_pp("pp_pool_create", rc);
@@ -192,9 +217,9 @@ static void qsbr_churn(pb_worker_t *w, unsigned n)
     churn_loop(w, n, 1);
 }
 
-const pb_impl_t pb_impl_pinpool = {
-    .name = "pinpool",
-    .what = "the library, default options (pp_pin/pp_unpin, pp_pin_many for a task)",
+const pb_impl_t PB_IMPL_POOL = {
+    .name = "pinpool" PB_NAME_SUFFIX,
+    .what = PB_WHAT_POOL,
     .create = pool_create,
     .destroy = pool_destroy,
     .key = pool_key,
@@ -206,9 +231,9 @@ const pb_impl_t pb_impl_pinpool = {
     .churn = pool_churn,
 };
 
-const pb_impl_t pb_impl_pinpool_qsbr = {
-    .name = "pinpool-qsbr",
-    .what = "the same, each worker calling pp_quiescent after every op",
+const pb_impl_t PB_IMPL_QSBR = {
+    .name = "pinpool-qsbr" PB_NAME_SUFFIX,
+    .what = PB_WHAT_QSBR,
     .create = pool_create,
     .destroy = pool_destroy,
     .key = pool_key,

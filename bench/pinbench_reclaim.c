@@ -29,6 +29,13 @@
  *     and touched before the first reading), mutex-dict's ck_ht and entry
  *     structs, urcu-lfht's buckets and nodes (those two when selected with
  *     --impls, as they are by default).
+ *
+ * bench/sidebyside compiles this file a second time with PB_OLD=1 against
+ * an older library (as pinbench_pinpool.c): that copy defines
+ * pb_reclaim_pinpool_old, the figures (a) to (c) of the older library, and
+ * pb_reclaim_figures runs each figure for both, one after the other, in
+ * the same process.  It must see the older library's own header: this file
+ * reads pp_stats_t, whose layout changes between versions.
  */
 #define _GNU_SOURCE
 #include "pinbench.h"
@@ -149,7 +156,7 @@ static void bind_near_reclaimer(pp_pool_t *pool, bool same, int *cpu, cpu_set_t 
         pb_die_errno("pthread_setaffinity_np", rc);
 }
 
-static void reclaim_lag(size_t m, bool same_cpu)
+static void reclaim_lag(size_t m, int same_cpu, const char *label, double *p50, double *p99)
 {
     enum { BATCH = 256 };
     pp_pool_t *pool = new_pool();
@@ -206,14 +213,17 @@ static void reclaim_lag(size_t m, bool same_cpu)
     else
         snprintf(where, sizeof where, "producer on CPU %d, %s", cpu,
                  same_cpu ? "the reclaimer's own" : "not the reclaimer's");
-    printf("  (a%s) reclaim lag, final pp_unpin to the free call, %zu entries in batches of %d,"
-           " %s:\n", same_cpu ? "'" : "", m, (int)BATCH, where);
+    printf("  (a%s) %s%sreclaim lag, final pp_unpin to the free call, %zu entries in batches"
+           " of %d, %s:\n", same_cpu ? "'" : "", label != NULL ? label : "",
+           label != NULL ? ": " : "", m, (int)BATCH, where);
     printf("      measured by the free function:  p50 %s, p99 %s, max %s, mean %s\n",
            fmt_ns((double)lag_log.lag[m / 2], a), fmt_ns((double)lag_log.lag[m * 99 / 100], b),
            fmt_ns((double)lag_log.lag[m - 1], c), fmt_ns(sum / (double)m, d));
     printf("      the pool's own (pp_pool_stats): p50 %s, p99 %s (histogram bucket bounds;"
            " %llu lags)\n", fmt_ns((double)st.total.lag_p50_ns, e),
            fmt_ns((double)st.total.lag_p99_ns, f), (unsigned long long)st.total.lag_count);
+    *p50 = (double)lag_log.lag[m / 2];
+    *p99 = (double)lag_log.lag[m * 99 / 100];
     free(lag_log.lag);
     lag_log.lag = NULL;
     free(probes);
@@ -270,7 +280,8 @@ static double run_final(pp_pool_t *pool, pp_ref_t *refs, size_t n)
     return ns;
 }
 
-static void final_unpin_cost(size_t n, unsigned rounds)
+static void final_unpin_cost(size_t n, unsigned rounds, const char *label, double *ordinary,
+                             double *final)
 {
     pp_pool_t *pool = new_pool();
     pp_ref_t *refs = pb_calloc(n, sizeof *refs);
@@ -298,8 +309,9 @@ static void final_unpin_cost(size_t n, unsigned rounds)
     qsort(ord, rounds, sizeof *ord, cmp_double);
     qsort(fin, rounds, sizeof *fin, cmp_double);
     double mo = ord[(rounds - 1) / 2], mf = fin[(rounds - 1) / 2], ratio = mf / mo;
-    printf("  (b) final pp_unpin against an ordinary one, %zu entries, %u interleaved rounds,"
-           " median ns per unpin [min, max], %s:\n", n, rounds,
+    printf("  (b) %s%sfinal pp_unpin against an ordinary one, %zu entries, %u interleaved"
+           " rounds, median ns per unpin [min, max], %s:\n", label != NULL ? label : "",
+           label != NULL ? ": " : "", n, rounds,
            cpu < 0 ? "unbound (no CPU but the reclaimer's)" : "on a CPU not the reclaimer's");
     printf("      ordinary (entry still owned)      %7.2f  [%.2f, %.2f]\n", mo, ord[0],
            ord[rounds - 1]);
@@ -307,6 +319,8 @@ static void final_unpin_cost(size_t n, unsigned rounds)
            fin[rounds - 1]);
     printf("      final / ordinary = %.2f  (target <= 2.0: %s)\n", ratio,
            ratio <= 2.0 ? "met" : "NOT met");
+    *ordinary = mo;
+    *final = mf;
     free(ord);
     free(fin);
     free(refs);
@@ -360,6 +374,21 @@ static double pinpool_bytes_per_entry(size_t n, void *shared)
     return (after - before) / (double)n;
 }
 
+#if PB_OLD
+const pb_reclaim_lib_t pb_reclaim_pinpool_old = {
+    .name = "pinpool-old",
+#else
+const pb_reclaim_lib_t pb_reclaim_pinpool = {
+    .name = "pinpool",
+#endif
+    .lag = reclaim_lag,
+    .final_unpin = final_unpin_cost,
+    .bytes_per_entry = pinpool_bytes_per_entry,
+};
+
+/* ---- the driver (only in the library's copy) ----------------------------- */
+
+#if !PB_OLD
 static double impl_bytes_per_entry(const pb_impl_t *im, size_t n, void *shared)
 {
     double before = rss_settled();
@@ -369,8 +398,8 @@ static double impl_bytes_per_entry(const pb_impl_t *im, size_t n, void *shared)
     return (after - before) / (double)n;
 }
 
-static void bytes_per_entry(const size_t sizes[2], const pb_impl_t *const *others,
-                            unsigned ncompare)
+static void bytes_per_entry(const size_t sizes[2], const pb_reclaim_lib_t *const *libs,
+                            unsigned nlibs, const pb_impl_t *const *others, unsigned ncompare)
 {
     unsigned char *shared = pb_malloc(4096);
     memset(shared, 1, 4096);
@@ -383,18 +412,22 @@ static void bytes_per_entry(const size_t sizes[2], const pb_impl_t *const *other
         printf(" %20s", head);
     }
     printf("\n");
-    double pp[2];
-    for (int k = 0; k < 2; k++) {
-        pb_progress("reclaim figures: bytes per entry, pinpool, %zu entries", sizes[k]);
-        pp[k] = pinpool_bytes_per_entry(sizes[k], shared);
-    }
-    pb_progress_clear();
-    /* What one more cold entry costs: the slope from the smaller table to
-     * the larger, without the fixed part (directory, the unused tail of the
-     * last 512 KiB table segment, thread records). */
-    double marginal = (pp[1] * (double)sizes[1] - pp[0] * (double)sizes[0]) /
+    double marginal[2];
+    for (unsigned l = 0; l < nlibs; l++) {
+        double pp[2];
+        for (int k = 0; k < 2; k++) {
+            pb_progress("reclaim figures: bytes per entry, %s, %zu entries", libs[l]->name,
+                        sizes[k]);
+            pp[k] = libs[l]->bytes_per_entry(sizes[k], shared);
+        }
+        pb_progress_clear();
+        /* What one more cold entry costs: the slope from the smaller table
+         * to the larger, without the fixed part (directory, the unused tail
+         * of the last 512 KiB table segment, thread records). */
+        marginal[l] = (pp[1] * (double)sizes[1] - pp[0] * (double)sizes[0]) /
                       (double)(sizes[1] - sizes[0]);
-    printf("      %-12s %18.1f B %18.1f B\n", "pinpool", pp[0], pp[1]);
+        printf("      %-12s %18.1f B %18.1f B\n", libs[l]->name, pp[0], pp[1]);
+    }
     for (unsigned o = 0; o < ncompare; o++) {
         double v[2];
         for (int k = 0; k < 2; k++) {
@@ -405,28 +438,52 @@ static void bytes_per_entry(const size_t sizes[2], const pb_impl_t *const *other
         pb_progress_clear();
         printf("      %-12s %18.1f B %18.1f B\n", others[o]->name, v[0], v[1]);
     }
-    printf("      pinpool, each further entry (%zu to %zu entries): %.1f B  (target <= 64: %s)\n",
-           sizes[0], sizes[1], marginal, marginal <= 64.0 ? "met" : "NOT met");
+    for (unsigned l = 0; l < nlibs; l++)
+        printf("      %s, each further entry (%zu to %zu entries): %.1f B  (target <= 64: %s)\n",
+               libs[l]->name, sizes[0], sizes[1], marginal[l],
+               marginal[l] <= 64.0 ? "met" : "NOT met");
     free(shared);
 }
 
-void pb_reclaim_figures(int quick, const pb_impl_t *const *compare, unsigned ncompare)
+void pb_reclaim_figures(int quick, const pb_reclaim_lib_t *const *libs, unsigned nlibs,
+                        const pb_impl_t *const *compare, unsigned ncompare)
 {
+    if (nlibs < 1 || nlibs > 2)
+        pb_die("pb_reclaim_figures: %u libraries (1 or 2)", nlibs);
+    /* With two libraries each figure runs for one, then the other, and
+     * their lines are labelled with the library's name. */
+    const char *label[2] = { NULL, NULL };
+    if (nlibs > 1)
+        for (unsigned l = 0; l < nlibs; l++)
+            label[l] = libs[l]->name;
+    double p50[2], p99[2], ord[2], fin[2];
     printf("\nreclaim figures (fresh pools, default options):\n");
     fflush(stdout);
-    pb_progress("reclaim figures: lag");
-    reclaim_lag(quick ? 5000 : 50000, false);
-    pb_progress_clear();
-    fflush(stdout);
-    pb_progress("reclaim figures: lag, sharing the reclaimer's CPU");
-    reclaim_lag(quick ? 5000 : 50000, true);
-    pb_progress_clear();
-    fflush(stdout);
-    pb_progress("reclaim figures: final against ordinary unpin");
-    final_unpin_cost(quick ? 2000 : 20000, quick ? 3 : 11);
-    pb_progress_clear();
-    fflush(stdout);
+    for (int same = 0; same <= 1; same++) {
+        for (unsigned l = 0; l < nlibs; l++) {
+            pb_progress("reclaim figures: %s%slag%s", label[l] != NULL ? label[l] : "",
+                        label[l] != NULL ? ", " : "",
+                        same ? ", sharing the reclaimer's CPU" : "");
+            libs[l]->lag(quick ? 5000 : 50000, same, label[l], &p50[l], &p99[l]);
+            pb_progress_clear();
+            fflush(stdout);
+        }
+        if (nlibs > 1)
+            printf("      %s / %s: p50 %.2f, p99 %.2f\n", libs[0]->name, libs[1]->name,
+                   p50[0] / p50[1], p99[0] / p99[1]);
+    }
+    for (unsigned l = 0; l < nlibs; l++) {
+        pb_progress("reclaim figures: %s%sfinal against ordinary unpin",
+                    label[l] != NULL ? label[l] : "", label[l] != NULL ? ", " : "");
+        libs[l]->final_unpin(quick ? 2000 : 20000, quick ? 3 : 11, label[l], &ord[l], &fin[l]);
+        pb_progress_clear();
+        fflush(stdout);
+    }
+    if (nlibs > 1)
+        printf("      %s / %s: final %.2f, ordinary %.2f\n", libs[0]->name, libs[1]->name,
+               fin[0] / fin[1], ord[0] / ord[1]);
     static const size_t full[2] = { 1000000, 10000000 }, small[2] = { 100000, 1000000 };
-    bytes_per_entry(quick ? small : full, compare, ncompare);
+    bytes_per_entry(quick ? small : full, libs, nlibs, compare, ncompare);
     fflush(stdout);
 }
+#endif /* !PB_OLD */

@@ -1,7 +1,8 @@
 /*
  * pinbench_report.c -- what pinbench prints and writes: the table of each
  * scenario, the ratios the project tracks (each against its target), the
- * CSV file and its check, and the gnuplot picture.
+ * new / old ratios of a bench/sidebyside build, the CSV file and its check,
+ * and the gnuplot picture.
  */
 #define _GNU_SOURCE
 #include "pinbench.h"
@@ -21,8 +22,12 @@
 
 void pb_print_table(const pb_results_t *r, unsigned s)
 {
+    int w = 14;                  /* "Mops/s (ns/op)", or the longest name */
+    for (unsigned i = 0; i < r->nimpl; i++)
+        if ((int)strlen(r->impl[i]) > w)
+            w = (int)strlen(r->impl[i]);
     printf("\n%s: %s\n", r->scen[s], r->scen_what[s]);
-    printf("  %-14s", "Mops/s (ns/op)");
+    printf("  %-*s", w, "Mops/s (ns/op)");
     for (unsigned t = 0; t < r->nthreads; t++) {
         char head[32];
         snprintf(head, sizeof head, "%u thread%s", r->threads[t], r->threads[t] == 1 ? "" : "s");
@@ -33,7 +38,7 @@ void pb_print_table(const pb_results_t *r, unsigned s)
         int any = 0;
         for (unsigned t = 0; t < r->nthreads; t++)
             any |= pb_cell(r, s, i, t)->run;
-        printf("  %-14s", r->impl[i]);
+        printf("  %-*s", w, r->impl[i]);
         for (unsigned t = 0; t < r->nthreads; t++) {
             const pb_result_t *c = pb_cell(r, s, i, t);
             if (c->run)
@@ -124,6 +129,77 @@ void pb_print_ratios(const pb_results_t *r)
                      q->metric == NS ? "ns per op" : "Mops/s");
         printf("  %-58s = %6.2f  (target %s %.1f: %s)\n", label, v,
                q->sense == AT_MOST ? "<=" : ">=", q->target, met ? "met" : "NOT met");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* New / old (bench/sidebyside)                                              */
+/* ------------------------------------------------------------------------ */
+
+#define PB_OLD_SUFFIX "-old"
+#define PB_OLD_BAND_LO 0.9
+#define PB_OLD_BAND_HI 1.1
+
+/* The index of the implementation named name, or nimpl. */
+static unsigned impl_index(const pb_results_t *r, const char *name, size_t len)
+{
+    for (unsigned i = 0; i < r->nimpl; i++)
+        if (strlen(r->impl[i]) == len && strncmp(r->impl[i], name, len) == 0)
+            return i;
+    return r->nimpl;
+}
+
+void pb_print_old_ratios(const pb_results_t *r)
+{
+    size_t sl = strlen(PB_OLD_SUFFIX);
+    for (unsigned io = 0; io < r->nimpl; io++) {
+        size_t len = strlen(r->impl[io]);
+        if (len <= sl || strcmp(r->impl[io] + len - sl, PB_OLD_SUFFIX) != 0)
+            continue;
+        unsigned in = impl_index(r, r->impl[io], len - sl);   /* X of X-old */
+        if (in == r->nimpl)
+            continue;
+        unsigned cells = 0, outside = 0;
+        double logsum = 0;
+        for (unsigned s = 0; s < r->nscen; s++)
+            for (unsigned t = 0; t < r->nthreads; t++)
+                cells += pb_cell(r, s, in, t)->run && pb_cell(r, s, io, t)->run;
+        if (cells == 0)
+            continue;                    /* not both run */
+        printf("\nnew / old: %s / %s, Mops/s of the median rounds (same run, interleaved):\n",
+               r->impl[in], r->impl[io]);
+        printf("  %-14s", "scenario");
+        for (unsigned t = 0; t < r->nthreads; t++) {
+            char head[32];
+            snprintf(head, sizeof head, "%u thread%s", r->threads[t],
+                     r->threads[t] == 1 ? "" : "s");
+            printf(" %10s", head);
+        }
+        printf("\n");
+        for (unsigned s = 0; s < r->nscen; s++) {
+            int any = 0;
+            for (unsigned t = 0; t < r->nthreads; t++)
+                any |= pb_cell(r, s, in, t)->run && pb_cell(r, s, io, t)->run;
+            if (!any)
+                continue;
+            printf("  %-14s", r->scen[s]);
+            for (unsigned t = 0; t < r->nthreads; t++) {
+                const pb_result_t *a = pb_cell(r, s, in, t), *b = pb_cell(r, s, io, t);
+                if (!a->run || !b->run) {
+                    printf(" %10s", "-");
+                    continue;
+                }
+                double v = a->mops / b->mops;
+                int out = v < PB_OLD_BAND_LO || v > PB_OLD_BAND_HI;
+                logsum += log(v);
+                outside += out;
+                printf(" %9.3f%s", v, out ? "*" : " ");
+            }
+            printf("\n");
+        }
+        printf("  geometric mean of the %u cell%s: %.3f; cells outside %.1f-%.1f (marked *): %u\n",
+               cells, cells == 1 ? "" : "s", exp(logsum / cells), PB_OLD_BAND_LO,
+               PB_OLD_BAND_HI, outside);
     }
 }
 
@@ -243,8 +319,11 @@ int pb_gnuplot_found(void)
  * implementation; the data go inline as gnuplot datablocks. */
 void pb_plot(const pb_results_t *r, const char *path)
 {
+    /* The first six for the default implementations; a bench/sidebyside
+     * build has eight (its impls[] order, pinbench.c). */
     static const char *const colors[] = { "#7b2cbf", "#2a9d8f", "#8d99ae",
-                                           "#e76f51", "#d62828", "#1d4ed8" };
+                                           "#e76f51", "#d62828", "#1d4ed8",
+                                           "#f4a261", "#111111" };
     if (strpbrk(path, "'\"\n\\") != NULL)
         pb_die("--plot: the file name may not contain quotes, backslashes or newlines");
     if (!pb_gnuplot_found())

@@ -143,8 +143,9 @@
  *  No deadlock: a put waits only for the reclaimer, and the reclaimer only
  *  for epoch sections to end.  Pins are counters, not sections, so a
  *  thread holding pins (of live or dead entries: a pinned entry is not in
- *  the backlog) waits safely.  A QSBR thread between two pp_quiescent()
- *  calls is inside a section that may hold the grace period back: its put
+ *  the backlog) waits safely.  A QSBR thread that has called pp_get() or
+ *  pp_stat() since its last pp_quiescent() is inside an epoch section (the
+ *  other calls enter none) that may hold the grace period back: its put
  *  returns PP_EDEADLK instead of waiting (call pp_quiescent() and retry).
  *  With PP_PUT_NOWAIT a put returns PP_EAGAIN instead of waiting.  No other
  *  wait inside the pool depends on a put, so none can close a cycle; a
@@ -444,8 +445,9 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * PP_EAGAIN (PP_PUT_NOWAIT, and the call would have waited: for the
  * backlog, or with swap for room -- the swap threads are then asked to
  * make room, so a retry may fit), PP_EDEADLK (the backlog is at its wait
- * mark and the caller is a QSBR thread inside its section, which may hold
- * the reclaimer back: call pp_quiescent() and retry).  A failed put leaves
+ * mark and the caller is a QSBR thread inside its section -- it called
+ * pp_get or pp_stat since its last pp_quiescent -- which may hold the
+ * reclaimer back: call pp_quiescent() and retry).  A failed put leaves
  * data with the caller and the pool unchanged.
  * Lock-free when the entry fits under the limit and the node's reclaim
  * backlog is below its wait mark.  Otherwise it waits (see "Overload"):
@@ -581,7 +583,8 @@ PP_API int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
 
 /* Declares that the calling thread holds no pointer obtained through
  * pp_get() without an owner or a pin.  The first call puts the thread in
- * QSBR mode: from then on the epoch section it enters on its next pool call
+ * QSBR mode: from then on the epoch section it enters on its next pp_get or
+ * pp_stat (the calls that enter one)
  * lasts until its next pp_quiescent(), so pointers from pp_get() stay valid
  * in between even if the last owner is released concurrently.  A QSBR
  * thread that stops calling pp_quiescent holds reclamation back: call it

@@ -67,7 +67,7 @@ int pp__backlog_wait(pp_pool_t *pool, unsigned n, pp__thread_t *t, unsigned flag
     pp__node_t *node = pool->nodes[n];
     uint64_t mark = pool->backlog_mark;
     if ((flags & PP_PUT_NOWAIT) || t->in_section) {
-        pp__counter_add(&node->bl.refused, 1);
+        pp__atomic_add_relaxed(&node->bl.refused, 1);   /* any putter */
         return (flags & PP_PUT_NOWAIT) ? PP_EAGAIN : PP_EDEADLK;
     }
     uint64_t t0 = pp__now_ns();

@@ -77,6 +77,7 @@ extern unsigned g_quarantine;           /* per node */
 extern int g_verbose;
 extern int g_keep_going;                /* --keep-going: do not stop at the first failure */
 extern size_t g_backlog;                /* --reclaim-backlog (0: the pool's default) */
+extern int g_expect_overload;           /* --expect-overload: the overload paths must have run */
 
 extern pp_pool_t *g_pool;
 extern unsigned g_nnodes;

@@ -119,6 +119,13 @@ int final_checks(thr_t *m, pp_stats_t *st, unsigned round, double secs)
     sum_threads(&fg);
     thr_t *lg = &g_thr[0];
     check_lags(m, lg);
+    if (g_expect_overload &&
+        (st->total.backlog_waits == 0 || fg.refused_retried == 0 || fg.refused_in_lag == 0 ||
+         lg->lags_blocked == 0))
+        failf(m, "--expect-overload: backlog_waits %" PRIu64 ", PP_EDEADLK retried %" PRIu64
+              ", inside a lag %" PRIu64 ", lags ended by waiting puts %" PRIu64 ": the overload "
+              "was not exercised; lower --reclaim-backlog", st->total.backlog_waits,
+              fg.refused_retried, fg.refused_in_lag, lg->lags_blocked);
     if (g_verbose)
         print_figures(st, &fg, lg);
     int failed = atomic_load(&g_failed);

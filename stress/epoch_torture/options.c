@@ -18,6 +18,7 @@ unsigned g_quarantine;
 int g_verbose;
 int g_keep_going;
 size_t g_backlog;
+int g_expect_overload;
 
 /* The options given (the others take their defaults, and stay out of the
  * replay line). */
@@ -31,7 +32,7 @@ static void usage(FILE *f)
             "usage: epoch_torture [--threads N] [--ops N | --duration SEC] [--seed S]\n"
             "                     [--topology STR] [--lag-ops N] [--quarantine N]\n"
             "                     [--timeout SEC] [--reclaim-backlog BYTES|none]\n"
-            "                     [--verbose] [--keep-going]\n"
+            "                     [--expect-overload] [--verbose] [--keep-going]\n"
             "  --threads N      threads, at least 2 (default 4): thread 0 lags, odd threads\n"
             "                   are QSBR readers, the others run in the default mode\n"
             "  --ops N          operations per thread (default 20000)\n"
@@ -45,6 +46,9 @@ static void usage(FILE *f)
             "  --timeout SEC    fail if the run (or a wait) takes longer (default 300)\n"
             "  --reclaim-backlog BYTES  the pool's reclaim_backlog per node (K, M, G; 0: the\n"
             "                   pool's default, 64M; none: no bound)\n"
+            "  --expect-overload  fail unless puts waited for the backlog, QSBR workers' puts\n"
+            "                   were refused (PP_EDEADLK) and retried, the lagger's were\n"
+            "                   refused inside a lag, and a lag ended with the others waiting\n"
             "  --verbose        one line per lag, per-operation counts, per-node figures\n"
             "  --keep-going     do not stop at the first failure (to see which checks catch\n"
             "                   a broken library; the failure counts are in the last line)\n",
@@ -83,6 +87,8 @@ static int parse_options(int argc, char **argv)
         } else if (!strcmp(a, "--reclaim-backlog")) {
             g_backlog = parse_backlog(a, ARG());
             g_given.backlog = 1;
+        } else if (!strcmp(a, "--expect-overload")) {
+            g_expect_overload = 1;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
             g_verbose = 1;
         } else if (!strcmp(a, "--keep-going")) {
@@ -153,9 +159,9 @@ void print_params(void)
            ""
 #endif
     );
-    printf("epoch_torture: replay: epoch_torture --threads %u%s --seed %" PRIu64 "%s%s%s%s%s%s%s\n",
+    printf("epoch_torture: replay: epoch_torture --threads %u%s --seed %" PRIu64 "%s%s%s%s%s%s%s%s\n",
            g_threads, opsarg, g_seed, g_topology ? " --topology '" : "",
            g_topology ? g_topology : "", g_topology ? "'" : "", lagarg, quararg, blarg,
-           g_keep_going ? " --keep-going" : "");
+           g_expect_overload ? " --expect-overload" : "", g_keep_going ? " --keep-going" : "");
     fflush(stdout);
 }

@@ -63,19 +63,33 @@
  * ALLOW_FIXED for the rest (stdio, the first use of code and libraries'
  * pages, hwloc).
  *
- * Sanitizers.  Under ThreadSanitizer every byte of application memory has
- * shadow (2 bytes of shadow per byte in clang 14's runtime, plus half a
- * byte of meta shadow), and every atomic used to synchronise gets a sync
- * object with its vector clock; TSan's allocator also keeps freed blocks in
- * per-thread caches.  Under AddressSanitizer each allocation gets a
- * header and redzones (16 to 2048 bytes, growing with the size) and is
- * rounded to a size class, shadow is 1/8 of it, and freed blocks wait in
- * a quarantine of quarantine_size_mb (ASAN_OPTIONS; default 256) plus a
- * per-thread quarantine of thread_local_quarantine_size_kb (default 1 MiB)
- * before they are reused: that is memory the program's own data never
- * holds, added as san_extra.  SAN_FACTOR_* scale the data terms (live,
- * backlog, records, allowance); they were chosen from measured runs (see
- * stress/README.md) with a margin, and are stated in the line.
+ * Sanitizers (measured with --verbose's breakdown and TSan's
+ * profile_memory; stress/README.md has the figures).  Four terms:
+ *  - SAN_PER_BYTE scales the data terms and the allowance.  ThreadSanitizer
+ *    (clang 14's runtime) gives every application byte 2 bytes of shadow
+ *    and half a byte of meta shadow: 3.5, rounded up to 4.
+ *    AddressSanitizer gives each allocation a 16-byte header and a redzone
+ *    (16 bytes up to 2 KiB, growing with the size), rounds it to a size
+ *    class and adds 1/8 of shadow: for the smallest blocks (16 + BLK_HDR
+ *    bytes) that is 144 bytes for glibc's 96, for the largest less: 2.5
+ *    covers it with the fragmentation of its per-thread caches;
+ *  - SAN_PER_ENTRY, per entry that can exist at once (LIVE, plus the most
+ *    dead entries the backlog's peak limit allows: limit / (min size +
+ *    64)): TSan makes a sync object with a vector clock for every atomic
+ *    that synchronises, and each block's header has three (freed with the
+ *    block), each entry's slot two: 2 KiB;
+ *  - SAN_PER_RECORD, per record (never freed): 72 bytes in the default
+ *    build; TSan's sync objects for a record's atomics, measured at 3.1 to
+ *    3.5 KiB per put (the growth of TSan's "intalloc" + "syncobj" over a
+ *    run divided by its puts), 4 KiB; ASan adds 1/8 of shadow to the
+ *    records' chunks;
+ *  - ASan's quarantines: freed blocks wait in a quarantine of
+ *    quarantine_size_mb (ASAN_OPTIONS; default 256 MiB) plus a per-thread
+ *    one of thread_local_quarantine_size_kb (default 1 MiB) before reuse.
+ *    They count requested bytes: x 2 for the header, redzone, size class
+ *    and shadow of our smallest blocks (1.8).  With the default quarantine
+ *    this term dominates, so under ASan the RSS check only catches a leak
+ *    of several hundred MiB.
  */
 #include "torture.h"
 
@@ -92,11 +106,18 @@
 #define ALLOW_FRAG_PCT       25u
 
 #if defined(STRESS_TSAN)
-#define SAN_FACTOR 6.0
+#define SAN_PER_BYTE    4.0
+#define SAN_PER_ENTRY   2048u
+#define SAN_PER_RECORD  4096u
 #elif defined(STRESS_ASAN)
-#define SAN_FACTOR 3.0
+#define SAN_PER_BYTE    2.5
+#define SAN_PER_ENTRY   0u
+#define SAN_PER_RECORD  0u          /* the chunks' shadow: records_rss */
+#define SAN_QUARANTINE_COST 2u
 #else
-#define SAN_FACTOR 1.0
+#define SAN_PER_BYTE    1.0
+#define SAN_PER_ENTRY   0u
+#define SAN_PER_RECORD  0u
 #endif
 
 /* ASan's quarantines (ASAN_OPTIONS, or their defaults): bytes. */
@@ -114,7 +135,8 @@ static uint64_t asan_quarantine(void)
         else if (sscanf(p, "thread_local_quarantine_size_kb=%lld", &v) == 1 && v >= 0)
             local_kb = (uint64_t)v;
     }
-    return (global_mb << 20) + (uint64_t)(g_threads + g_nnodes * 3 + 2) * (local_kb << 10);
+    return SAN_QUARANTINE_COST *
+           ((global_mb << 20) + (uint64_t)(g_threads + g_nnodes * 3 + 2) * (local_kb << 10));
 #else
     return 0;
 #endif
@@ -129,7 +151,11 @@ uint64_t records_rss(void)
 {
     uint64_t n = rectab_used(&g_recs);
     uint64_t chunks = (n + REC_CHUNK - 1) / REC_CHUNK;
-    return chunks * REC_CHUNK * (uint64_t)sizeof(rec_t);
+    uint64_t b = chunks * REC_CHUNK * (uint64_t)sizeof(rec_t);
+#if defined(STRESS_ASAN)
+    b += b / 8;
+#endif
+    return b + n * SAN_PER_RECORD;
 }
 
 void bounds_start(run_t *run)
@@ -180,13 +206,14 @@ void bounds_start(run_t *run)
                           : (double)(g_size_min + BLK_HDR + MALLOC_OH + SLOT_BYTES) /
                                 (double)(g_size_min + 64);
     run->backlog_rss = (uint64_t)((double)b * ratio) * g_nnodes;
+    uint64_t entries = run->live_count + b / (g_size_min + 64) * g_nnodes;
 
     uint64_t data = run->live_rss + run->backlog_rss;
     run->allowance = ALLOW_FIXED + (uint64_t)g_threads * ALLOW_PER_THREAD +
                      (uint64_t)g_nnodes * (ALLOW_PER_NODE + (g_swap ? ALLOW_SWAP_PER_NODE : 0)) +
                      data / 100 * ALLOW_FRAG_PCT;
-    run->san_factor = SAN_FACTOR;
-    run->san_extra = asan_quarantine();
+    run->san_factor = SAN_PER_BYTE;
+    run->san_extra = asan_quarantine() + entries * SAN_PER_ENTRY;
     run->baseline_rss = proc_status_bytes("VmRSS");
     run->rss_bound_start = run->baseline_rss +
                            (uint64_t)((double)(data + run->allowance) * run->san_factor) +
@@ -216,15 +243,26 @@ void bounds_start(run_t *run)
            run->live_charge > (bound == UINT64_MAX ? PP_RECLAIM_BACKLOG_DEFAULT : bound) / 2
                ? " + live_charge" : "", ratio, mib(run->allowance),
            run->san_factor != 1.0 || run->san_extra
-               ? (run->san_extra ? " (data and allowance x the sanitizer's factor, + its "
-                                   "quarantine)"
-                                 : " (data and allowance x the sanitizer's factor)")
+               ? " (data and allowance x the sanitizer's factor, + its costs: next line)"
                : "",
            mib(run->rss_bound_start),
-           mib((uint64_t)((double)REC_CHUNK * sizeof(rec_t) * run->san_factor)));
-    if (run->san_factor != 1.0 || run->san_extra)
-        printf("torture: bounds: sanitizer %s: factor %.1f, quarantine %.1f MiB\n",
-               sanitizer_name(), run->san_factor, mib(run->san_extra));
+           mib((uint64_t)REC_CHUNK * (sizeof(rec_t) + SAN_PER_RECORD)));
+    if (run->san_factor != 1.0 || run->san_extra) {
+        char what[160];
+        if (SAN_PER_ENTRY)
+            snprintf(what, sizeof what, "%" PRIu64 " entries at once x %u bytes", entries,
+                     SAN_PER_ENTRY);
+        else
+            snprintf(what, sizeof what, "its quarantines: %.1f MiB", mib(asan_quarantine()));
+#if defined(STRESS_ASAN)
+        const char *rec_note = " + 1/8 of shadow";
+#else
+        const char *rec_note = "";
+#endif
+        printf("torture: bounds: sanitizer %s: data and allowance x %.1f, + %.1f MiB (%s), "
+               "records %zu bytes each%s\n", sanitizer_name(), run->san_factor,
+               mib(run->san_extra), what, sizeof(rec_t) + SAN_PER_RECORD, rec_note);
+    }
     fflush(stdout);
 }
 
@@ -241,7 +279,7 @@ void bounds_check(run_t *run, uint64_t *peak_rss, uint64_t *rss_bound)
                                : "the bound + the live data: the live data may be more than "
                                  "half the bound");
     uint64_t rec = records_rss();
-    *rss_bound = run->rss_bound_start + (uint64_t)((double)rec * run->san_factor);
+    *rss_bound = run->rss_bound_start + rec;
     *peak_rss = proc_status_bytes("VmHWM");
     if (*peak_rss == 0)
         failf(m, "cannot read VmHWM from /proc/self/status");
@@ -250,7 +288,7 @@ void bounds_check(run_t *run, uint64_t *peak_rss, uint64_t *rss_bound)
               "backlog %.1f + allowance %.1f%s + records %.1f MiB%s)", mib(*peak_rss),
               mib(*rss_bound), mib(run->baseline_rss), mib(run->live_rss),
               mib(run->backlog_rss), mib(run->allowance),
-              run->san_factor != 1.0 ? ", x the sanitizer's factor" : "", mib(rec),
+              run->san_factor != 1.0 ? ", x the sanitizer's factor, + its costs" : "", mib(rec),
               run->backlog_bound == UINT64_MAX
                   ? "; the pool has no backlog bound: its backlog grew past the default one"
                   : "");

@@ -6,6 +6,7 @@
 #include "common/content.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,28 @@ uint64_t parse_size(const char *opt, const char *s)
         exit(2);
     }
     return v;
+}
+
+size_t parse_backlog(const char *opt, const char *s)
+{
+    if (!strcmp(s, "none"))
+        return SIZE_MAX;
+    uint64_t v = parse_size(opt, s);
+    if (v >= SIZE_MAX) {
+        fprintf(stderr, "%s: size too large for %s: '%s' (use none for no bound)\n",
+                stress_prog, opt, s);
+        exit(2);
+    }
+    return (size_t)v;
+}
+
+const char *backlog_str(uint64_t bound, char *buf, size_t size)
+{
+    if (bound == UINT64_MAX || bound == SIZE_MAX)
+        snprintf(buf, size, "none");
+    else
+        snprintf(buf, size, "%" PRIu64, bound);
+    return buf;
 }
 
 double parse_secs(const char *opt, const char *s)

@@ -32,6 +32,13 @@ uint64_t parse_size_part(const char *opt, const char *s, const char **endp);
 /* A byte count and nothing after it. */
 uint64_t parse_size(const char *opt, const char *s);
 
+/* --reclaim-backlog: a byte count as parse_size, or "none", which gives
+ * SIZE_MAX (PP_RECLAIM_BACKLOG_NONE: no bound).  0 is the pool's default. */
+size_t parse_backlog(const char *opt, const char *s);
+
+/* The bound a pool was given: "none", or the bytes ("67108864"). */
+const char *backlog_str(uint64_t bound, char *buf, size_t size);
+
 /* Seconds, more than 0 and less than 10^7 (fractions allowed). */
 double parse_secs(const char *opt, const char *s);
 

@@ -69,7 +69,11 @@ int stat_lag_count_ok(uint64_t lag_count, uint64_t frees)
     X(evictions_abandoned) X(loads) X(load_waits) X(swap_bytes_written) \
     X(swap_raw_written) X(swap_bytes_read) X(swap_used_bytes) X(checksum_failures) \
     X(io_errors) X(queued) X(frees) X(reclaim_queue_depth) X(dead_in_io) X(grace_polls) X(slots) \
-    X(lag_count) X(lag_total_ns)
+    X(lag_count) X(lag_total_ns) X(backlog_bytes) X(backlog_waits) X(backlog_wait_ns) \
+    X(backlog_refused)
+
+/* Peaks and maxima: the total is the largest node's. */
+#define NODE_MAXIMA(X) X(backlog_peak) X(backlog_wait_max_ns)
 
 void stat_check_sums(const char *who, const pp_stats_t *st, unsigned nnodes)
 {
@@ -84,4 +88,16 @@ void stat_check_sums(const char *who, const pp_stats_t *st, unsigned nnodes)
     } while (0);
     NODE_FIELDS(SUMCHECK)
 #undef SUMCHECK
+#define MAXCHECK(f)                                                                      \
+    do {                                                                                 \
+        uint64_t max__ = 0;                                                              \
+        for (unsigned n = 0; n < nnodes; n++)                                            \
+            if (st->node[n].f > max__)                                                   \
+                max__ = st->node[n].f;                                                   \
+        if (max__ != st->total.f)                                                        \
+            fail_at(who, "pp_pool_stats total.%s = %" PRIu64 " but the largest node's is %" \
+                    PRIu64, #f, (uint64_t)st->total.f, max__);                           \
+    } while (0);
+    NODE_MAXIMA(MAXCHECK)
+#undef MAXCHECK
 }

@@ -51,7 +51,8 @@ void stat_ge(const statloc_t *l, const char *field, uint64_t got, uint64_t want,
  * each thread's queued entries per node: never more than the frees. */
 int stat_lag_count_ok(uint64_t lag_count, uint64_t frees);
 
-/* pp_pool_stats total is the sum of its nodes, field by field. */
+/* pp_pool_stats total is the sum of its nodes, field by field (the
+ * backlog's peak and longest wait: the largest node's). */
 void stat_check_sums(const char *who, const pp_stats_t *st, unsigned nnodes);
 
 #endif /* PP_STRESS_STATCHECK_H */

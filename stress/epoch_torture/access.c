@@ -41,7 +41,43 @@ uint64_t entry_put(thr_t *t)
         flags = PP_ON_NODE(want);
     }
     pp_ref_t ref;
-    int rc = pp_put(g_pool, p, size, &g_type, flags, &ref);
+    int rc;
+    for (;;) {
+        /* Counted while in the call: the lagger ends a lag when every
+         * other thread waits in pp_put (lag_over). */
+        atomic_fetch_add(&g_in_put, 1);
+        rc = pp_put(g_pool, p, size, &g_type, flags, &ref);
+        atomic_fetch_sub(&g_in_put, 1);
+        if (rc != PP_EDEADLK)
+            break;
+        /* Refused instead of waiting for the backlog, because this thread's
+         * own section may hold the reclaimer back: only ever for a QSBR
+         * thread that made a pool call since its last pp_quiescent. */
+        if (!t->qsbr || t->idx == g_threads || !t->insec) {
+            failf(t, "pp_put(%zu bytes, node %d): PP_EDEADLK for a thread %s", size, want,
+                  !t->qsbr || t->idx == g_threads ? "that never called pp_quiescent"
+                                                  : "that made no pool call since its "
+                                                    "pp_quiescent (outside its section)");
+            break;
+        }
+        if (t->lagging || t->nlag_held > 0) {
+            /* Inside an open lag: the section must stay open, so the put
+             * is skipped (the documented outcome, counted). */
+            t->refused_in_lag++;
+            t->insec = 1;
+            atomic_store(&r->owners, 0);
+            atomic_store(&r->owners_out, 0);
+            atomic_store(&r->state, REC_PUT_FAILED);
+            free(p);
+            return NONE;
+        }
+        /* Drop the pp_get pointers, quiesce, put again: outside any
+         * section that put may wait, and must not be refused. */
+        t->refused_retried++;
+        quiesce(t);
+    }
+    if (t->qsbr)
+        t->insec = 1;   /* a pool call: inside the section from here */
     if (rc != 0) {
         failf(t, "pp_put(%zu bytes, node %d): %s", size, want, pp_err_name(rc));
         atomic_store(&r->state, REC_PUT_FAILED);
@@ -146,6 +182,8 @@ const unsigned char *get_checked(thr_t *t, uint64_t k)
         return NULL;
     }
     cnt_of(t, r)->gets++;
+    if (t->qsbr)
+        t->insec = 1;
     if (p != rec_data(r)) {
         failf(t, "pp_get of entry %" PRIu64 " returned %p, put with %p", k, p,
               (void *)rec_data(r));
@@ -192,6 +230,7 @@ void quiesce(thr_t *t)
 {
     esc_drop_all(t, t->esc, &t->nesc, "QSBR pointer before pp_quiescent");
     pp_quiescent(g_pool);
+    t->insec = 0;
     t->opcount[OP_QUIESCE]++;
 }
 

@@ -76,12 +76,18 @@ extern unsigned g_timeout_s;
 extern unsigned g_quarantine;           /* per node */
 extern int g_verbose;
 extern int g_keep_going;                /* --keep-going: do not stop at the first failure */
+extern size_t g_backlog;                /* --reclaim-backlog (0: the pool's default) */
+extern int g_expect_overload;           /* --expect-overload: the overload paths must have run */
 
 extern pp_pool_t *g_pool;
 extern unsigned g_nnodes;
 extern int g_rtid[PP_MAX_NODES];        /* reclaimer thread ids */
 
 extern atomic_int g_round_stop;         /* threads finish the round and park */
+/* Threads inside a pp_put call now (a put may wait for the reclaim
+ * backlog, which an open lag holds up: lag.c). */
+extern _Atomic unsigned g_in_put;
+extern uint64_t g_backlog_bound;        /* the pool's, per node (UINT64_MAX: none) */
 extern double g_t0;
 
 /* The lag in progress (0: none) and the log of the entries that died
@@ -158,6 +164,12 @@ typedef struct thr {
     uint64_t opcount[OP_N];
     uint64_t full_checks, quick_checks, stale_checks, borrow_misses, pin_handoffs,
         owner_handoffs, budget_skips;
+    /* QSBR: a pool call since the last pp_quiescent (set after every
+     * operation, so a superset of "inside its section"): only then may a
+     * put be refused with PP_EDEADLK. */
+    int insec;
+    uint64_t refused_retried;     /* PP_EDEADLK: pointers dropped, pp_quiescent, put again */
+    uint64_t refused_in_lag;      /* PP_EDEADLK inside an open lag: the put is skipped */
     /* The lagging reader. */
     int lagging;
     uint32_t lag_id;
@@ -168,8 +180,9 @@ typedef struct thr {
     unsigned lag_rr;
     uint64_t next_lag_at;
     uint64_t *lag_q;              /* [LAGLOG_CAP] entries queued when a lag ended */
-    uint64_t lags, lags_full, lag_released, lag_held_released, lag_resumed, lag_others_ops,
-        lag_log_lost;
+    int lag_blocked;              /* this lag ended because the others all wait for it */
+    uint64_t lags, lags_full, lags_blocked, lag_released, lag_held_released, lag_resumed,
+        lag_others_ops, lag_log_lost;
     double lag_len_max, resume_max;
 } thr_t;
 
@@ -234,7 +247,7 @@ void do_op(thr_t *t);
 /* lag.c */
 uint64_t others_progress(const thr_t *t);
 void lag_begin(thr_t *t);
-int lag_over(const thr_t *t);
+int lag_over(thr_t *t);
 void lag_recheck(thr_t *t);
 void lag_end(thr_t *t);
 
@@ -249,6 +262,13 @@ void open_gate(int more);
 
 /* round.c */
 void round_end(thr_t *m, pp_stats_t *st, unsigned round);
+/* The most the live entries (owned, pinned, being put) can weigh in the
+ * backlog's units (size + 64 each) at once; the pool's promise holds when
+ * it is at most half the bound. */
+uint64_t live_charge_bound(void);
+/* What a node's backlog_peak may reach: the bound, or bound + the live
+ * data when that is more than half the bound. */
+uint64_t backlog_peak_limit(void);
 
 /* final.c */
 const char *caught_by(void);

@@ -77,10 +77,36 @@ void lag_begin(thr_t *t)
     }
 }
 
-int lag_over(const thr_t *t)
+/* True when every other thread is parked or inside pp_put while some
+ * node's backlog is at its wait mark: their puts wait for the reclaimer,
+ * which waits for this lag's section, so their progress, which the lag
+ * counts, cannot go on until the lag ends.  A false positive (a put about
+ * to return) only makes the lag shorter. */
+static int others_blocked(const thr_t *t)
 {
-    return others_progress(t) - t->lag_start_others >= g_lag_ops ||
-           atomic_load(&g_parked) >= g_threads - 1 || atomic_load(&g_failed);
+    static pp_stats_t st;   /* the lagger's only */
+    unsigned in_put = atomic_load(&g_in_put), parked = atomic_load(&g_parked);
+    (void)t;
+    if (g_backlog_bound == UINT64_MAX || in_put == 0 || in_put + parked < g_threads - 1)
+        return 0;
+    if (pp_pool_stats(g_pool, &st) != 0)
+        return 0;
+    for (unsigned n = 0; n < g_nnodes; n++)
+        if (st.node[n].backlog_bytes >= st.backlog_mark)
+            return 1;
+    return 0;
+}
+
+int lag_over(thr_t *t)
+{
+    if (others_progress(t) - t->lag_start_others >= g_lag_ops ||
+        atomic_load(&g_parked) >= g_threads - 1 || atomic_load(&g_failed))
+        return 1;
+    if (others_blocked(t)) {
+        t->lag_blocked = 1;
+        return 1;
+    }
+    return 0;
 }
 
 void lag_recheck(thr_t *t)
@@ -91,6 +117,7 @@ void lag_recheck(thr_t *t)
 void lag_end(thr_t *t)
 {
     uint32_t L = t->lag_id;
+    uint64_t blocked_before = t->lags_blocked;
     double len = now_s() - t->lag_t0;
     uint64_t others = others_progress(t) - t->lag_start_others;
 
@@ -172,6 +199,8 @@ void lag_end(thr_t *t)
     }
     t->lags++;
     t->lags_full += others >= g_lag_ops;
+    t->lags_blocked += others < g_lag_ops && t->lag_blocked;
+    t->lag_blocked = 0;
     t->lag_released += released;
     t->lag_held_released += held_released;
     t->lag_resumed += nq;
@@ -182,9 +211,11 @@ void lag_end(thr_t *t)
     if (waited > t->resume_max)
         t->resume_max = waited;
     if (g_verbose)
-        printf("epoch_torture: lag %u: %.3f s, %" PRIu64 " ops of the others, %" PRIu64
+        printf("epoch_torture: lag %u: %.3f s, %" PRIu64 " ops of the others%s, %" PRIu64
                " entries died during it (%" PRIu64 " held by the lagger), none freed; %" PRIu64
-               " freed %.3f s after pp_quiescent\n", L, len, others, released, held_released,
-               nq, waited);
+               " freed %.3f s after pp_quiescent\n", L, len, others,
+               others < g_lag_ops && t->lags_blocked > blocked_before
+                   ? " (ended early: every other thread waited for the backlog)" : "",
+               released, held_released, nq, waited);
     t->next_lag_at = t->op + 64 + rndn(t, 256);
 }

@@ -7,7 +7,7 @@
  *
  *   epoch_torture [--threads N] [--ops N | --duration SEC] [--seed S]
  *                 [--topology STR] [--lag-ops N] [--quarantine N]
- *                 [--timeout SEC] [--verbose]
+ *                 [--timeout SEC] [--reclaim-backlog BYTES|none] [--verbose]
  *
  * Every entry is a block of 32..1024 bytes whose every word is a function of
  * (seed, entry id, word index).  The type's free function checks the block,
@@ -72,6 +72,28 @@
  *     with pp_pool_drain(pool, 20 ms) in a loop bounded by 30 s.  When a
  *     drain returns 0 all of them must already be freed (its contract).
  *
+ * Overload (pinpool.h, "Overload").  A put waits while its node's reclaim
+ * backlog is at the wait mark, and the lag keeps every entry that dies
+ * during it in the backlog, so lags and waiting puts meet:
+ *  - a QSBR thread's put inside its section is refused with PP_EDEADLK
+ *    instead of waiting.  A QSBR worker (and the lagger between lags) then
+ *    drops its pp_get pointers, calls pp_quiescent and puts again (that put
+ *    may wait: the thread holds nothing back now).  Inside an open lag the
+ *    lagger must not quiesce: the refusal is the documented outcome, and
+ *    the put is skipped.  PP_EDEADLK for a thread that made no pool call
+ *    since its last pp_quiescent (the retry, a put right after a quiesce),
+ *    or for a thread that never quiesces, fails the run;
+ *  - the other threads' puts WAIT while the lag lasts.  The lag lasts for
+ *    --lag-ops operations of the others, which they cannot do while they
+ *    wait: so a lag also ends when every other thread is parked or inside
+ *    pp_put while a node's backlog is at the mark (lag_over; counted as a
+ *    "blocked" lag).  Nothing else the lagger waits for during a lag
+ *    depends on the others; its (c) wait comes after its pp_quiescent.
+ *  At each round's end the backlog must be empty, the pool's refusals
+ *  must equal the program's, and the backlog's peak must stay within the
+ *  bound (within bound + the live data if the live data could be more
+ *  than half the bound: the condition of the pool's promise).
+ *
  * The free function also checks that it runs exactly once per entry, on the
  * reclaimer of the entry's home node (thread ids from pp_pool_stats), with
  * no owner, pin or QSBR pointer left, and that the bytes are intact.
@@ -107,6 +129,8 @@ unsigned g_nnodes;
 int g_rtid[PP_MAX_NODES];
 atomic_int g_round_stop;
 double g_t0;
+_Atomic unsigned g_in_put;
+uint64_t g_backlog_bound;
 
 _Atomic uint32_t g_lag_cur;
 _Atomic uint64_t g_lag_log[LAGLOG_CAP];
@@ -175,6 +199,7 @@ static int setup(thr_t **mout, pp_stats_t **stout)
     pp_options_t opt = PP_OPTIONS_INIT;
     opt.topology = g_topology;
     opt.report = report_cb;
+    opt.reclaim_backlog = g_backlog;
     int rc = pp_pool_create(&opt, &g_pool);
     if (rc != 0) {
         printf("epoch_torture: FAIL: pp_pool_create(topology %s): %s [seed=%" PRIu64
@@ -193,14 +218,28 @@ static int setup(thr_t **mout, pp_stats_t **stout)
         return 1;
     }
     g_nnodes = st->nodes;
+    /* The bound as documented: 0 is the default, none is UINT64_MAX; the
+     * wait mark is half of it. */
+    uint64_t want = g_backlog == 0 ? PP_RECLAIM_BACKLOG_DEFAULT
+                    : g_backlog == PP_RECLAIM_BACKLOG_NONE ? UINT64_MAX : g_backlog;
+    g_backlog_bound = st->reclaim_backlog;
+    if (st->reclaim_backlog != want ||
+        (want != UINT64_MAX && st->backlog_mark != want - want / 2) ||
+        (want == UINT64_MAX && st->backlog_mark != UINT64_MAX))
+        failf(m, "pp_pool_stats: reclaim_backlog %" PRIu64 " backlog_mark %" PRIu64 " for "
+              "reclaim_backlog %zu (expected %" PRIu64 " and half of it)", st->reclaim_backlog,
+              st->backlog_mark, g_backlog, want);
     for (unsigned n = 0; n < g_nnodes; n++) {
         g_rtid[n] = st->node[n].reclaimer_tid;
         if (g_rtid[n] <= 0)
             failf(m, "node %u: reclaimer_tid %d", n, g_rtid[n]);
         quarantine_init(n);
     }
-    printf("epoch_torture: pool: %u node(s), topology_is_this_system=%d\n", g_nnodes,
-           st->topology_is_this_system);
+    char bl[24], mk[24];
+    printf("epoch_torture: pool: %u node(s), topology_is_this_system=%d, reclaim_backlog=%s "
+           "backlog_mark=%s per node\n", g_nnodes, st->topology_is_this_system,
+           backlog_str(st->reclaim_backlog, bl, sizeof bl),
+           backlog_str(st->backlog_mark, mk, sizeof mk));
     fflush(stdout);
     *mout = m;
     *stout = st;

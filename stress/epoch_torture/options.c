@@ -17,11 +17,13 @@ unsigned g_timeout_s = 300;
 unsigned g_quarantine;
 int g_verbose;
 int g_keep_going;
+size_t g_backlog;
+int g_expect_overload;
 
 /* The options given (the others take their defaults, and stay out of the
  * replay line). */
 static struct {
-    int seed, ops, lag, quar;
+    int seed, ops, lag, quar, backlog;
 } g_given;
 
 static void usage(FILE *f)
@@ -29,7 +31,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: epoch_torture [--threads N] [--ops N | --duration SEC] [--seed S]\n"
             "                     [--topology STR] [--lag-ops N] [--quarantine N]\n"
-            "                     [--timeout SEC] [--verbose] [--keep-going]\n"
+            "                     [--timeout SEC] [--reclaim-backlog BYTES|none]\n"
+            "                     [--expect-overload] [--verbose] [--keep-going]\n"
             "  --threads N      threads, at least 2 (default 4): thread 0 lags, odd threads\n"
             "                   are QSBR readers, the others run in the default mode\n"
             "  --ops N          operations per thread (default 20000)\n"
@@ -41,6 +44,11 @@ static void usage(FILE *f)
             "  --quarantine N   freed blocks kept poisoned per node before free() (default\n"
             "                   %u; 0 in ASan builds, where ASan then reports the read)\n"
             "  --timeout SEC    fail if the run (or a wait) takes longer (default 300)\n"
+            "  --reclaim-backlog BYTES  the pool's reclaim_backlog per node (K, M, G; 0: the\n"
+            "                   pool's default, 64M; none: no bound)\n"
+            "  --expect-overload  fail unless puts waited for the backlog, QSBR workers' puts\n"
+            "                   were refused (PP_EDEADLK) and retried, the lagger's were\n"
+            "                   refused inside a lag, and a lag ended with the others waiting\n"
             "  --verbose        one line per lag, per-operation counts, per-node figures\n"
             "  --keep-going     do not stop at the first failure (to see which checks catch\n"
             "                   a broken library; the failure counts are in the last line)\n",
@@ -76,6 +84,11 @@ static int parse_options(int argc, char **argv)
             g_given.quar = 1;
         } else if (!strcmp(a, "--timeout")) {
             g_timeout_s = (unsigned)parse_u64(a, ARG());
+        } else if (!strcmp(a, "--reclaim-backlog")) {
+            g_backlog = parse_backlog(a, ARG());
+            g_given.backlog = 1;
+        } else if (!strcmp(a, "--expect-overload")) {
+            g_expect_overload = 1;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
             g_verbose = 1;
         } else if (!strcmp(a, "--keep-going")) {
@@ -119,7 +132,7 @@ int parse_args(int argc, char **argv)
 /* The parameters, and the command that replays the run. */
 void print_params(void)
 {
-    char opsarg[64] = "", lagarg[48] = "", quararg[48] = "";
+    char opsarg[64] = "", lagarg[48] = "", quararg[48] = "", blarg[64] = "", bl[32];
     if (g_ops != NONE)
         snprintf(opsarg, sizeof opsarg, " --ops %" PRIu64, g_ops);
     if (g_duration_s > 0)
@@ -129,23 +142,26 @@ void print_params(void)
         snprintf(lagarg, sizeof lagarg, " --lag-ops %" PRIu64, g_lag_ops);
     if (g_given.quar)
         snprintf(quararg, sizeof quararg, " --quarantine %u", g_quarantine);
+    if (g_given.backlog)
+        snprintf(blarg, sizeof blarg, " --reclaim-backlog %s", backlog_str(g_backlog, bl, sizeof bl));
     char opsdesc[32];
     if (g_ops == NONE)
         snprintf(opsdesc, sizeof opsdesc, "unlimited");
     else
         snprintf(opsdesc, sizeof opsdesc, "%" PRIu64, g_ops);
     printf("epoch_torture: seed=%" PRIu64 " threads=%u ops=%s duration=%g topology=%s "
-           "lag_ops=%" PRIu64 " quarantine=%u%s\n", g_seed, g_threads, opsdesc, g_duration_s,
-           g_topology ? g_topology : "(this machine)", g_lag_ops, g_quarantine,
+           "lag_ops=%" PRIu64 " quarantine=%u reclaim_backlog=%s%s\n", g_seed, g_threads, opsdesc,
+           g_duration_s, g_topology ? g_topology : "(this machine)", g_lag_ops, g_quarantine,
+           g_backlog ? backlog_str(g_backlog, bl, sizeof bl) : "default",
 #ifdef ET_ASAN
            " (ASan build: freed blocks go straight to free())"
 #else
            ""
 #endif
     );
-    printf("epoch_torture: replay: epoch_torture --threads %u%s --seed %" PRIu64 "%s%s%s%s%s%s\n",
+    printf("epoch_torture: replay: epoch_torture --threads %u%s --seed %" PRIu64 "%s%s%s%s%s%s%s%s\n",
            g_threads, opsarg, g_seed, g_topology ? " --topology '" : "",
-           g_topology ? g_topology : "", g_topology ? "'" : "", lagarg, quararg,
-           g_keep_going ? " --keep-going" : "");
+           g_topology ? g_topology : "", g_topology ? "'" : "", lagarg, quararg, blarg,
+           g_expect_overload ? " --expect-overload" : "", g_keep_going ? " --keep-going" : "");
     fflush(stdout);
 }

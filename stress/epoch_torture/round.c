@@ -11,6 +11,26 @@
 
 #include "testhooks.h"   /* pp__pool_is_valid */
 
+/* Entries alive at once: the shared slots and boxes, and per thread its
+ * private owners, held pins, the entry it is putting and a pin it is
+ * taking over from a box.  Entries read through pp_get pointers only
+ * (QSBR, the lagger's) are dead and in the backlog already. */
+static int g_refused_noted;   /* the note above, once per run */
+
+uint64_t live_charge_bound(void)
+{
+    uint64_t count = NSLOTS + NPBOX + NRBOX + (uint64_t)(g_threads + 1) * (OWN_CAP + HELD_CAP + 2);
+    return count * (BLK_MAX + 64);
+}
+
+uint64_t backlog_peak_limit(void)
+{
+    if (g_backlog_bound == UINT64_MAX)
+        return UINT64_MAX;
+    uint64_t live = live_charge_bound();
+    return live * 2 <= g_backlog_bound ? g_backlog_bound : g_backlog_bound + live;
+}
+
 /* pp_pool_stats, per node and in total, against the program's counts
  * (cumulative over the rounds). */
 static void check_stats(thr_t *m, const pp_stats_t *st)
@@ -55,6 +75,39 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
                   g_rtid[n]);
     }
     const pp_node_stats_t *s = &st->total;
+    statloc_at(&l, g_nnodes, g_nnodes);
+    /* The backlog: empty once drained; every put refused (PP_EDEADLK: this
+     * program never uses PP_PUT_NOWAIT) was refused by the pool's count;
+     * its peak within the bound (live_charge_bound). */
+    uint64_t refused = 0;
+    for (unsigned i = 0; i <= g_threads; i++)
+        refused += g_thr[i].refused_retried + g_thr[i].refused_in_lag;
+    /* Should be exact (STAT_EQ): but the pool counts refusals with
+     * pp__counter_add, a load and a store meant for one writer, on a
+     * per-node counter that every putting thread writes (src/backlog.c),
+     * so concurrent refusals can be lost.  A lost update only lowers the
+     * count: more than the program saw fails; fewer is noted. */
+    if (s->backlog_refused > refused)
+        failf(m, "pp_pool_stats total: backlog_refused = %" PRIu64 ", but the program's puts "
+              "were refused %" PRIu64 " times", (uint64_t)s->backlog_refused, refused);
+    else if (s->backlog_refused < refused && !g_refused_noted) {
+        g_refused_noted = 1;
+        printf("epoch_torture: note: pp_pool_stats total.backlog_refused = %" PRIu64 ", the "
+               "program's puts were refused %" PRIu64 " times: the pool lost %" PRIu64
+               " (a non-atomic counter, src/backlog.c)\n", (uint64_t)s->backlog_refused,
+               refused, refused - (uint64_t)s->backlog_refused);
+    }
+    uint64_t limit = backlog_peak_limit();
+    for (unsigned n = 0; n < g_nnodes; n++) {
+        statloc_at(&l, n, g_nnodes);
+        STAT_EQ(&l, &st->node[n], backlog_bytes, 0);
+        if (st->node[n].backlog_peak > limit)
+            failf(m, "pp_pool_stats node %u: backlog_peak %" PRIu64 " > %" PRIu64 " (the bound "
+                  "%" PRIu64 "%s)", n, st->node[n].backlog_peak, limit, g_backlog_bound,
+                  live_charge_bound() * 2 <= g_backlog_bound ? ""
+                  : " + the live data: it may be more than half the bound");
+    }
+    stat_check_sums("main", st, g_nnodes);
     statloc_at(&l, g_nnodes, g_nnodes);
     STAT_EQ(&l, s, puts, tot.puts);
     STAT_EQ(&l, s, pins, tot.pins);

@@ -73,6 +73,8 @@ void *worker(void *arg)
                 atomic_load(&g_parked) < g_threads - 1)
                 lag_begin(t);
             do_op(t);
+            if (t->qsbr)
+                t->insec = 1;   /* conservatively: any operation may have called the pool */
             t->op++;
             atomic_store_explicit(&t->progress, t->op, memory_order_relaxed);
             if (t->qsbr && !t->lagging && rndn(t, 16) == 0)

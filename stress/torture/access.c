@@ -323,6 +323,7 @@ void quiesce(thr_t *t)
     }
     t->nesc = 0;
     pp_quiescent(g_pool);
+    t->insec = 0;
     t->opcount[OP_QUIESCE]++;
 }
 

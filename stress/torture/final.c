@@ -30,6 +30,8 @@ typedef struct totals {
     uint64_t room, enomem, nowait, eagain, nowait_pinned, prefetches;
     uint64_t f_eio, f_ecorrupt, f_enomem;
     uint64_t skips, escape_skips;
+    uint64_t put_nowait, put_eagain, put_edeadlk;
+    uint64_t peak_rss, rss_bound;
     double drain_s;               /* the final drain's time */
 } totals_t;
 
@@ -194,6 +196,9 @@ static void sum_threads(totals_t *T)
         T->f_enomem += t->fault_enomem;
         T->skips += t->budget_skips;
         T->escape_skips += t->escape_skips;
+        T->put_nowait += t->put_nowait;
+        T->put_eagain += t->put_eagain;
+        T->put_edeadlk += t->put_edeadlk;
         if (i < g_threads)
             T->ops_done += atomic_load(&t->progress);
     }
@@ -297,6 +302,32 @@ static void check_stats(thr_t *m, const pp_stats_t *st, const totals_t *T)
             failf(m, "pp_pool_stats %s: lag p50 %" PRIu64 " ns, p99 %" PRIu64 " ns, max %" PRIu64 " ns",
                   where, s->lag_p50_ns, s->lag_p99_ns, s->lag_max_ns);
     }
+    /* The backlog: empty once drained.  Every refusal is a PP_EAGAIN of a
+     * PP_PUT_NOWAIT put or a PP_EDEADLK; without swap every PP_EAGAIN of a
+     * put is one (with swap it may have been for room, not counted).  So
+     * without swap the pool's count is exact -- but it counts with
+     * pp__counter_add, a load and a store for one writer, on a per-node
+     * counter every putting thread writes (src/backlog.c), and loses some
+     * under contention: more than the program saw fails, fewer is noted. */
+    for (unsigned n = 0; n < g_nnodes; n++) {
+        statloc_at(&l, n, g_nnodes);
+        STAT_EQ(&l, &st->node[n], backlog_bytes, 0);
+    }
+    statloc_at(&l, g_nnodes, g_nnodes);
+    STAT_EQ(&l, &st->total, backlog_bytes, 0);
+    uint64_t refused = T->put_eagain + T->put_edeadlk;
+    if (st->total.backlog_refused > refused)
+        failf(m, "pp_pool_stats total.backlog_refused = %" PRIu64 ", but only %" PRIu64
+              " puts got PP_EAGAIN or PP_EDEADLK", st->total.backlog_refused, refused);
+    else if (!g_swap && st->total.backlog_refused < refused)
+        printf("torture: note: pp_pool_stats total.backlog_refused = %" PRIu64 ", the "
+               "program's puts were refused %" PRIu64 " times: the pool lost %" PRIu64
+               " (a non-atomic counter, src/backlog.c)\n", st->total.backlog_refused, refused,
+               refused - st->total.backlog_refused);
+    if (st->total.backlog_refused < T->put_edeadlk)
+        printf("torture: note: pp_pool_stats total.backlog_refused = %" PRIu64 " < the %" PRIu64
+               " PP_EDEADLKs the program got (a non-atomic counter, src/backlog.c)\n",
+               st->total.backlog_refused, T->put_edeadlk);
     /* total is the sum of the nodes */
     stat_check_sums(l.who, st, g_nnodes);
     if (st->total.reclaimer_tid != 0 || st->total.cpu_bound != 0 || st->total.mem_bound != 0)
@@ -405,18 +436,30 @@ static void print_result(const run_t *run, const totals_t *T, const unsigned lon
 {
     const pp_stats_t *st = run->st;
     double secs = run->t1 - run->t0;
+    char bl[24], lim[48];
     printf("torture: %s seed=%" PRIu64 " ops=%" PRIu64 " threads=%u seconds=%.2f nodes=%u "
            "puts=%" PRIu64 " frees=%" PRIu64 " pins=%" PRIu64 " unpins=%" PRIu64
            " retains=%" PRIu64 " releases=%" PRIu64 " gets=%" PRIu64 " stale_checks=%" PRIu64
            " entries=%" PRIu64 " resident_bytes=%" PRIu64 " queue_depth=%" PRIu64
            " lag_p50_us=%.1f lag_p99_us=%.1f lag_max_us=%.1f hot_promotions=%" PRIu64
-           " hot_demotions=%" PRIu64,
+           " hot_demotions=%" PRIu64 " backlog_peak=%" PRIu64 " backlog_bound=%s (%s)"
+           " backlog_waits=%" PRIu64 " backlog_wait_ms=%.1f backlog_wait_max_ms=%.3f"
+           " backlog_refused=%" PRIu64 " nowait_eagain=%" PRIu64 "/%" PRIu64 " edeadlk=%" PRIu64
+           " peak_rss_mb=%.1f rss_bound_mb=%.1f",
            failed ? "FAIL" : "PASS", g_seed, T->ops_done, g_threads, secs, g_nnodes,
            st->total.puts, st->total.frees, st->total.pins, st->total.unpins, st->total.retains,
            st->total.releases, st->total.gets, T->stale, st->total.entries,
            st->total.resident_bytes, st->total.reclaim_queue_depth, st->total.lag_p50_ns / 1e3,
            st->total.lag_p99_ns / 1e3, st->total.lag_max_ns / 1e3, st->total.hot_promotions,
-           st->total.hot_demotions);
+           st->total.hot_demotions, st->total.backlog_peak,
+           backlog_str(run->backlog_bound, bl, sizeof bl),
+           run->backlog_bound == UINT64_MAX ? "unchecked"
+           : run->promise ? "checked: peak <= bound"
+                          : (snprintf(lim, sizeof lim, "checked: peak <= %" PRIu64,
+                                      run->peak_limit), lim),
+           st->total.backlog_waits, st->total.backlog_wait_ns / 1e6,
+           st->total.backlog_wait_max_ns / 1e6, st->total.backlog_refused, T->put_eagain,
+           T->put_nowait, T->put_edeadlk, T->peak_rss / 1048576.0, T->rss_bound / 1048576.0);
     if (g_swap)
         printf(" writes=%" PRIu64 " evictions_written=%" PRIu64 " evictions_clean=%" PRIu64
                " evictions_abandoned=%" PRIu64 " loads=%" PRIu64 " load_waits=%" PRIu64
@@ -451,6 +494,14 @@ int final_checks(run_t *run)
     check_entries(m, &T);
     sum_threads(&T);
     check_counts(run, &T);
+    bounds_check(run, &T.peak_rss, &T.rss_bound);
+    if (g_expect_overload &&
+        (run->st->total.backlog_waits == 0 || T.put_eagain == 0 || (g_qsbr && T.put_edeadlk == 0)))
+        failf(m, "--expect-overload: backlog_waits %" PRIu64 ", PP_EAGAIN for %" PRIu64
+              " of %" PRIu64 " PP_PUT_NOWAIT puts, PP_EDEADLK %" PRIu64 "%s: the overload was "
+              "not exercised; lower --reclaim-backlog or raise --threads",
+              run->st->total.backlog_waits, T.put_eagain, T.put_nowait, T.put_edeadlk,
+              g_qsbr ? "" : " (not expected without --qsbr)");
     if (g_verbose)
         print_figures(run, &T);
 

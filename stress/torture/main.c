@@ -5,7 +5,7 @@
  *             [--track] [--qsbr] [--slots N] [--timeout SEC] [--verbose]
  *             [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]
  *             [--compress] [--entry-size MIN[-MAX]] [--flat PCT]
- *             [--enomem-max PCT]
+ *             [--enomem-max PCT] [--reclaim-backlog BYTES|none]
  *
  * T worker threads run random operations on one pool and check every
  * documented guarantee they can observe.  The seed and the parameters are
@@ -179,6 +179,7 @@ static int setup_pool(void)
     opt.topology = g_topology;
     opt.flags = (g_track ? PP_TRACK_PINS : 0u) | (g_compress ? PP_SWAP_COMPRESS : 0u);
     opt.report = report_cb;
+    opt.reclaim_backlog = g_backlog;
     if (g_swap) {
         opt.mem_limit = g_mem_limit;
         opt.swap_dir = g_rundir;
@@ -251,6 +252,8 @@ int main(int argc, char **argv)
         return rc;
     if ((rc = start_workers(&run)) != 0)
         return rc;
+    bounds_start(&run);
+    go_workers(&run);
     watch_workers(&run);
     return final_checks(&run);
 }

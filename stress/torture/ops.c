@@ -2,7 +2,8 @@
  * stress/torture/ops.c -- the torture's operations on the shared slots
  * (publish, take; borrows for the others), with stale and invalid refs
  * (every call must fail with PP_ESTALE), and pp_put with the checks of a
- * fresh, private, unpinned entry.
+ * fresh, private, unpinned entry; one put in 8 with PP_PUT_NOWAIT, and
+ * QSBR workers' puts refused with PP_EDEADLK made again after pp_quiescent.
  */
 #include "torture.h"
 
@@ -371,15 +372,40 @@ void op_put(thr_t *t)
         want = rndn(t, g_nnodes);
         flags = PP_ON_NODE(want);
     }
+    /* One put in 8 does not wait (for the backlog, or with swap for room):
+     * PP_EAGAIN leaves the data with us. */
+    int nowait = rndn(t, 8) == 0;
+    if (nowait) {
+        flags |= PP_PUT_NOWAIT;
+        t->put_nowait++;
+    }
     pp_ref_t ref = PP_REF_NONE;
-    if (g_swap)
-        t->room_calls++;
-    int rc = pp_put(g_pool, buf, size, type_of(kind), flags, &ref);
+    int rc;
+    for (;;) {
+        if (g_swap && !nowait)
+            t->room_calls++;
+        rc = pp_put(g_pool, buf, size, type_of(kind), flags, &ref);
+        if (rc != PP_EDEADLK || nowait || !g_qsbr || t->idx >= g_threads || !t->insec)
+            break;
+        /* A QSBR worker inside its section: the put would wait for a
+         * reclaimer that may wait for this very section.  Drop the
+         * pointers, quiesce, put again (outside any section: it may wait,
+         * and must not be refused). */
+        t->put_edeadlk++;
+        quiesce(t);
+    }
     if (rc != 0) {
         if (fault_rc(t, rc))
             ;
         else if (g_swap && rc == PP_ENOMEM)
             note_enomem(t, "pp_put", size);
+        else if (rc == PP_EAGAIN && nowait)
+            t->put_eagain++;
+        else if (rc == PP_EDEADLK)
+            failf(t, "pp_put(size %zu, flags %#x): PP_EDEADLK for a thread %s", size, flags,
+                  nowait ? "that asked for PP_PUT_NOWAIT (PP_EAGAIN, if anything)"
+                  : !g_qsbr || t->idx >= g_threads ? "that never called pp_quiescent"
+                  : "that made no pool call since its pp_quiescent (outside its section)");
         else
             failf(t, "pp_put(size %zu, flags %#x): %s", size, flags, pp_err_name(rc));
         atomic_store(&r->owners, 0);
@@ -396,7 +422,7 @@ void op_put(thr_t *t)
         return;
     }
     unsigned node = pp_ref_node(ref);
-    if (ref == PP_REF_NONE || node >= g_nnodes || (flags && node != want))
+    if (ref == PP_REF_NONE || node >= g_nnodes || ((flags & PP_ON_NODE(0)) && node != want))
         failf(t, "pp_put(flags %#x) gave ref %#" PRIx64 " (node %u of %u)", flags, ref, node,
               g_nnodes);
     atomic_store_explicit(&r->ref, ref, memory_order_relaxed);

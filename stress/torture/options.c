@@ -35,11 +35,13 @@ size_t g_size_min = 16, g_size_max = 4096;
 unsigned g_flat_pct = 25;
 double g_enomem_max = 1.0;
 int64_t g_pin_budget, g_forever_budget;
+size_t g_backlog;
+int g_expect_overload;
 
 /* The options given (the others take their defaults, and stay out of the
  * replay line). */
 static struct {
-    int seed, slots, size, mem, swap_limit, flat, enomem, timeout, ops;
+    int seed, slots, size, mem, swap_limit, flat, enomem, timeout, ops, backlog;
 } g_given;
 
 static double g_mean_size;          /* swap mode: of the first 4096 entries */
@@ -52,7 +54,8 @@ static void usage(FILE *f)
             "                 [--duration SEC] [--faults N] [--yield N]\n"
             "                 [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]\n"
             "                 [--compress] [--entry-size MIN[-MAX]] [--flat PCT]\n"
-            "                 [--enomem-max PCT]\n"
+            "                 [--enomem-max PCT] [--reclaim-backlog BYTES|none]\n"
+            "                 [--expect-overload]\n"
             "  --threads N        worker threads (default 4)\n"
             "  --ops N            operations per thread (default 200000)\n"
             "  --seed S           seed (default: from the clock, printed)\n"
@@ -75,6 +78,11 @@ static void usage(FILE *f)
             "  --verbose          progress and per-operation counts\n"
             "  --entry-size R     entry sizes: N, or MIN-MAX (suffixes K, M; default\n"
             "                     16-4096 uniform; with --swap 2K-64K log-uniform)\n"
+            "  --reclaim-backlog BYTES  the pool's reclaim_backlog per node (K, M, G; 0:\n"
+            "                     the pool's default, 64M; none: no bound); the run checks\n"
+            "                     each node's backlog_peak and the peak resident set\n"
+            "  --expect-overload  fail unless puts waited for the backlog, PP_PUT_NOWAIT puts\n"
+            "                     got PP_EAGAIN and (with --qsbr) puts got PP_EDEADLK\n"
             "swap mode:\n"
             "  --swap [DIR]       swap to a fresh directory made under DIR (default\n"
             "                     $TMPDIR, else /tmp); removed at the end\n"
@@ -163,6 +171,11 @@ static int parse_options(int argc, char **argv)
                 return 2;
             }
             g_given.enomem = 1;
+        } else if (!strcmp(a, "--reclaim-backlog")) {
+            g_backlog = parse_backlog(a, ARG());
+            g_given.backlog = 1;
+        } else if (!strcmp(a, "--expect-overload")) {
+            g_expect_overload = 1;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -290,7 +303,7 @@ void print_params(void)
     char slots[32] = "";
     if (g_given.slots)
         snprintf(slots, sizeof slots, " --slots %u", g_nslots);
-    char extra[128] = "", opsarg[48] = "";
+    char extra[160] = "", opsarg[48] = "", bl[24];
     size_t xl = 0;
     if (g_duration_s > 0)
         xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --duration %.0f", g_duration_s);
@@ -298,6 +311,13 @@ void print_params(void)
         xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --faults %u", g_faults);
     if (g_yield)
         xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --yield %u", g_yield);
+    if (g_given.backlog)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --reclaim-backlog %s",
+                               backlog_str(g_backlog, bl, sizeof bl));
+    if (!g_hot)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --no-hot");
+    if (g_expect_overload)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --expect-overload");
     if (g_duration_s <= 0 || g_given.ops)
         snprintf(opsarg, sizeof opsarg, " --ops %" PRIu64, g_ops);
     printf("torture: replay: torture --threads %u%s --seed %" PRIu64

@@ -14,6 +14,7 @@
  *   worker.c     the workers and the main thread's watch while they run
  *   faults.c     --faults: the allocation fault hook, the fault device
  *   preflight.c  argument validation checks, the swap directory
+ *   bounds.c     the memory bounds: the backlog's peak, the peak resident set
  *   final.c      the end: drop, drain, per-entry and exact stats checks
  */
 #ifndef PP_STRESS_TORTURE_H
@@ -28,6 +29,7 @@
 #include "common/content.h"
 #include "common/fail.h"
 #include "common/handoff.h"
+#include "common/memstat.h"
 #include "common/progress.h"
 #include "common/records.h"
 #include "common/report.h"
@@ -63,6 +65,8 @@ extern int g_hot;                   /* hot entries: promote on the first content
                                        at random (--no-hot: never) */
 extern int g_held_cap;              /* held pins per thread; fewer with swap */
 extern unsigned g_nmbox;            /* mailboxes used; fewer with swap */
+extern size_t g_backlog;            /* --reclaim-backlog (0: the pool's default; SIZE_MAX: none) */
+extern int g_expect_overload;       /* --expect-overload: the run must have made puts wait */
 
 /* Swap mode (--swap). */
 extern int g_swap;
@@ -213,6 +217,13 @@ typedef struct thr {
      * fault (PP_EIO, PP_ECORRUPT from a device read; PP_ENOMEM from a
      * failed allocation). */
     uint64_t fault_eio, fault_ecorrupt, fault_enomem;
+    /* The reclaim backlog: puts with PP_PUT_NOWAIT and their PP_EAGAINs;
+     * PP_EDEADLKs (QSBR: pointers dropped, pp_quiescent, put again). */
+    uint64_t put_nowait, put_eagain, put_edeadlk;
+    /* QSBR: set after every operation, cleared by quiesce: a superset of
+     * "inside its section" (a pool call since the last pp_quiescent), the
+     * only state in which a put may be refused with PP_EDEADLK. */
+    int insec;
     _Atomic uint64_t progress;
     int explicit_exit;
 } thr_t;
@@ -229,6 +240,19 @@ typedef struct run {
     double t0, t1;                /* the workers' start and end */
     unsigned polls, mid_drains, mid_drain_busy;
     uint64_t live_peak;           /* swap mode: resident + swapped bytes, highest seen */
+    /* The memory bounds (bounds.c), fixed before the workers start. */
+    uint64_t backlog_bound;       /* the pool's, per node (UINT64_MAX: none) */
+    uint64_t live_count;          /* entries the program can keep alive at once */
+    uint64_t live_charge;         /* ... in the backlog's units (size + 64 each) */
+    uint64_t live_rss;            /* ... in memory (headers, malloc, slots) */
+    uint64_t backlog_rss;         /* nodes x the bound, in memory */
+    uint64_t peak_limit;          /* what each node's backlog_peak may reach */
+    int promise;                  /* live_charge <= bound / 2: peak_limit is the bound */
+    uint64_t baseline_rss;        /* VmRSS once the pool and the workers were set up */
+    uint64_t allowance;           /* fragmentation, table segments, stacks (bounds.c) */
+    double san_factor;            /* memory per byte of data under the sanitizer */
+    uint64_t san_extra;           /* the sanitizer's own fixed costs (ASan's quarantine) */
+    uint64_t rss_bound_start;     /* all of it but the records */
 } run_t;
 
 /* ------------------------------------------------------------------------ */
@@ -301,7 +325,8 @@ void op_release(thr_t *t);
 void op_held(thr_t *t);
 
 /* worker.c */
-int start_workers(run_t *run);      /* 0, or the exit status */
+int start_workers(run_t *run);      /* registered, at the gate; 0, or the exit status */
+void go_workers(run_t *run);        /* opens the gate (run->t0) */
 void watch_workers(run_t *run);     /* until every worker is done */
 
 /* faults.c */
@@ -320,6 +345,13 @@ void faults_counts(unsigned long inj[7]);  /* then forgets the device (it goes w
 void preflight(thr_t *m);
 void check_swap_dir(thr_t *m);
 void check_rundir_gone(thr_t *m);
+
+/* bounds.c */
+void bounds_start(run_t *run);      /* computes and prints the bounds (workers registered) */
+uint64_t records_rss(void);         /* the program's records so far, in memory */
+/* The end: FAIL if a node's backlog_peak or the peak resident set went past
+ * its bound; the figures for the last line in *peak_rss, *rss_bound. */
+void bounds_check(run_t *run, uint64_t *peak_rss, uint64_t *rss_bound);
 
 /* final.c */
 int final_checks(run_t *run);       /* the exit status */

@@ -10,6 +10,11 @@
 #include <string.h>
 
 static _Atomic unsigned g_registered;   /* workers registered with the pool */
+/* The start gate: the workers register, then wait while main measures the
+ * resident set they start from (bounds.c). */
+static pthread_mutex_t g_gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gate_cond = PTHREAD_COND_INITIALIZER;
+static int g_gate_open;
 static pthread_mutex_t g_done_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_done_cond = PTHREAD_COND_INITIALIZER;
 static unsigned g_done;
@@ -32,8 +37,13 @@ static void *worker(void *arg)
      * call's registration failing is documented, but not what the torture
      * is after. */
     (void)pp_pool_drain(g_pool, 0);
+    pthread_mutex_lock(&g_gate_lock);
     if (atomic_fetch_add(&g_registered, 1) + 1 == g_threads && g_faults)
         atomic_store(&g_faults_armed, 1);   /* the last one to register arms */
+    pthread_cond_broadcast(&g_gate_cond);
+    while (!g_gate_open)
+        pthread_cond_wait(&g_gate_cond, &g_gate_lock);
+    pthread_mutex_unlock(&g_gate_lock);
     if (g_qsbr)
         quiesce(t);
     for (uint64_t i = 0; i < g_ops && !atomic_load_explicit(&g_stop, memory_order_relaxed); i++) {
@@ -59,6 +69,7 @@ static void *worker(void *arg)
         case OP_HELD:    op_held(t); break;
         default:         op_stale(t); break;
         }
+        t->insec = g_qsbr;   /* any operation may have called the pool */
         /* With swap, dead entries still in their grace period hold
          * resident bytes that nothing can evict (puts and loads then get
          * PP_ENOMEM): QSBR threads quiesce more often, as a user would
@@ -84,9 +95,12 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Starts the workers; 0, or the exit status if one cannot start. */
+/* Starts the workers and waits until every one has registered with the
+ * pool (they then wait at the gate); 0, or the exit status if one cannot
+ * start. */
 int start_workers(run_t *run)
 {
+    (void)run;
     uint64_t xs = g_seed;
     for (unsigned i = 0; i < g_threads; i++) {
         thr_t *t = &g_thr[i];
@@ -94,7 +108,6 @@ int start_workers(run_t *run)
         t->rng = mix3(g_seed, i + 1, 0x7EAD);
         t->explicit_exit = (int)(splitmix64(&xs) & 1);
     }
-    run->t0 = now_s();
     for (unsigned i = 0; i < g_threads; i++) {
         int rc = pthread_create(&g_thr[i].th, NULL, worker, &g_thr[i]);
         if (rc != 0) {
@@ -102,7 +115,20 @@ int start_workers(run_t *run)
             return 2;
         }
     }
+    pthread_mutex_lock(&g_gate_lock);
+    while (atomic_load(&g_registered) < g_threads)
+        pthread_cond_wait(&g_gate_cond, &g_gate_lock);
+    pthread_mutex_unlock(&g_gate_lock);
     return 0;
+}
+
+void go_workers(run_t *run)
+{
+    run->t0 = now_s();
+    pthread_mutex_lock(&g_gate_lock);
+    g_gate_open = 1;
+    pthread_cond_broadcast(&g_gate_cond);
+    pthread_mutex_unlock(&g_gate_lock);
 }
 
 static uint64_t worker_progress(unsigned i)

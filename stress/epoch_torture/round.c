@@ -15,7 +15,6 @@
  * private owners, held pins, the entry it is putting and a pin it is
  * taking over from a box.  Entries read through pp_get pointers only
  * (QSBR, the lagger's) are dead and in the backlog already. */
-static int g_refused_noted;   /* the note above, once per run */
 
 uint64_t live_charge_bound(void)
 {
@@ -82,21 +81,10 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
     uint64_t refused = 0;
     for (unsigned i = 0; i <= g_threads; i++)
         refused += g_thr[i].refused_retried + g_thr[i].refused_in_lag;
-    /* Should be exact (STAT_EQ): but the pool counts refusals with
-     * pp__counter_add, a load and a store meant for one writer, on a
-     * per-node counter that every putting thread writes (src/backlog.c),
-     * so concurrent refusals can be lost.  A lost update only lowers the
-     * count: more than the program saw fails; fewer is noted. */
-    if (s->backlog_refused > refused)
+    /* Exact: every refusal the pool counts is one the program saw. */
+    if (s->backlog_refused != refused)
         failf(m, "pp_pool_stats total: backlog_refused = %" PRIu64 ", but the program's puts "
               "were refused %" PRIu64 " times", (uint64_t)s->backlog_refused, refused);
-    else if (s->backlog_refused < refused && !g_refused_noted) {
-        g_refused_noted = 1;
-        printf("epoch_torture: note: pp_pool_stats total.backlog_refused = %" PRIu64 ", the "
-               "program's puts were refused %" PRIu64 " times: the pool lost %" PRIu64
-               " (a non-atomic counter, src/backlog.c)\n", (uint64_t)s->backlog_refused,
-               refused, refused - (uint64_t)s->backlog_refused);
-    }
     uint64_t limit = backlog_peak_limit();
     for (unsigned n = 0; n < g_nnodes; n++) {
         statloc_at(&l, n, g_nnodes);

@@ -127,14 +127,17 @@
  *  disk) plus 64 for its slot.
  *
  *  The back-pressure goes to the producer of new memory, pp_put: a put
- *  waits while its home node's backlog is at or above half the bound (the
- *  wait mark), and goes on as soon as the reclaimer brings it below (it
- *  wakes waiters then; the waiting thread sleeps on a futex, so its CPU
- *  goes to the reclaimer and the others).  A final unpin or release never
- *  waits, so entries that were live can still die while puts wait: the
- *  other half of the bound is room for them.  The backlog therefore passes
- *  the bound only if more than half of it in live entries die while puts
- *  wait; pp_node_stats_t.backlog_peak shows how close it came.  Loads do
+ *  waits while its home node's backlog is at or above a quarter of the
+ *  bound (the wait mark, pp_stats_t.backlog_mark), and goes on as soon as
+ *  the reclaimer brings it below (it wakes waiters then; the waiting
+ *  thread sleeps on a futex, so its CPU goes to the reclaimer and the
+ *  others).  A final unpin or release never waits, so entries that were
+ *  live can still die while puts wait: the other three quarters of the
+ *  bound are room for them.  The backlog therefore passes the bound only
+ *  if more than three quarters of it in live entries die while puts wait;
+ *  pp_node_stats_t.backlog_peak shows how close it came.  Under overload
+ *  the backlog sits near the mark, so the reclaim lag is about the mark
+ *  divided by the rate the reclaimer frees at.  Loads do
  *  not wait for the backlog: with swap the bytes of dead entries count
  *  against mem_limit until they are freed, so a load cannot take memory
  *  past the limit however long the backlog (it waits for room instead, as
@@ -735,7 +738,8 @@ typedef struct pp_stats {
     uint64_t room_enomem;        /* of those, the ones that got PP_ENOMEM */
     uint64_t reclaim_backlog;    /* the backlog bound per node (UINT64_MAX:
                                     none) */
-    uint64_t backlog_mark;       /* where puts start to wait: half of it */
+    uint64_t backlog_mark;       /* where puts start to wait: a quarter of it,
+                                    rounded up */
     int swap;                    /* swap enabled */
     pp_node_stats_t total;       /* sums (tid/bound fields: 0; peaks and
                                     maxima: the largest node's) */

@@ -7,7 +7,7 @@
  * every put writes (types.h): a push adds an entry's charge (its bytes in
  * memory and its slot), the reclaimer subtracts it after the free.  A put
  * reads the counter on that line, and only if it is at or above the wait
- * mark (half the bound) takes the slow path here: it counts itself in
+ * mark (a quarter of the bound) takes the slow path here: it counts itself in
  * `waiters`, then sleeps on the node's event count until the reclaimer,
  * whose subtraction takes the backlog below the mark, bumps it.  Final
  * unpins and releases only add: they never wait.  The reclaimer depends
@@ -25,7 +25,7 @@ void pp__backlog_init(pp_pool_t *pool, size_t bound)
         return;
     }
     pool->backlog_bound = bound;
-    pool->backlog_mark = bound - bound / 2;    /* half, at least 1 */
+    pool->backlog_mark = bound / 4 + (bound % 4 != 0);   /* a quarter, at least 1 */
     for (unsigned n = 0; n < pool->nnodes; n++)
         ck_ec32_init(&pool->nodes[n]->bl.ec, 0);
 }

@@ -15,7 +15,7 @@
 
 #define ESIZE 4000u                      /* each entry counts 4000 + 64 */
 #define CHARGE (ESIZE + 64u)
-#define BOUND (16u * CHARGE)             /* the mark: 8 entries */
+#define BOUND (32u * CHARGE)             /* the mark: 8 entries */
 
 typedef struct gate {
     test_sig_t open;                     /* value 1: frees go on */
@@ -112,7 +112,7 @@ Test(backlog, bound_and_mark_from_options, .timeout = 60)
     pp_stats_t s;
     test_stats(pool, &s);
     cr_assert_eq(s.reclaim_backlog, PP_RECLAIM_BACKLOG_DEFAULT);
-    cr_assert_eq(s.backlog_mark, PP_RECLAIM_BACKLOG_DEFAULT / 2);
+    cr_assert_eq(s.backlog_mark, PP_RECLAIM_BACKLOG_DEFAULT / 4);
     test_destroy(pool);
 
     o.reclaim_backlog = PP_RECLAIM_BACKLOG_NONE;
@@ -333,24 +333,24 @@ static void *churn_main(void *arg)
 Test(backlog, bound_holds_under_a_gated_reclaimer, .timeout = 60)
 {
     pp_pool_t *pool = backlog_pool(BOUND);
-    churn_t c = {.pool = pool, .n = 200};        /* 12.5 times the bound */
+    churn_t c = {.pool = pool, .n = 400};        /* 12.5 times the bound */
     pthread_t th;
     test_thread_start(&th, churn_main, &c);
     cr_assert(WAIT_UNTIL(STAT_NODE(pool, 0, backlog_waiting) == 1, TEST_WAIT_MS));
     pp_stats_t s;
     test_stats(pool, &s);
-    cr_assert_lt(atomic_load(&c.made), 200, "the producer is held");
+    cr_assert_lt(atomic_load(&c.made), 400, "the producer is held");
     cr_assert_geq(s.node[0].backlog_bytes, s.backlog_mark);
     cr_assert_leq(s.node[0].backlog_peak, s.backlog_mark + CHARGE);
     gate_open();
     test_thread_join(th);
     TCHECK_NONE();
-    cr_assert_eq(atomic_load(&c.made), 200);
+    cr_assert_eq(atomic_load(&c.made), 400);
     test_drain(pool);
     test_stats(pool, &s);
     cr_assert_leq(s.node[0].backlog_peak, BOUND);
     cr_assert_geq(s.node[0].backlog_waits, 1);
-    cr_assert_eq(atomic_load(&g_gate.frees), 200);
+    cr_assert_eq(atomic_load(&g_gate.frees), 400);
     open_and_finish(pool);
 }
 

@@ -92,7 +92,8 @@
  *  At each round's end the backlog must be empty, the pool's refusals
  *  must equal the program's, and the backlog's peak must stay within the
  *  bound (within bound + the live data if the live data could be more
- *  than half the bound: the condition of the pool's promise).
+ *  than the bound's room above the wait mark, three quarters of it: the
+ *  condition of the pool's promise).
  *
  * The free function also checks that it runs exactly once per entry, on the
  * reclaimer of the entry's home node (thread ids from pp_pool_stats), with
@@ -219,15 +220,15 @@ static int setup(thr_t **mout, pp_stats_t **stout)
     }
     g_nnodes = st->nodes;
     /* The bound as documented: 0 is the default, none is UINT64_MAX; the
-     * wait mark is half of it. */
+     * wait mark is a quarter of it, rounded up. */
     uint64_t want = g_backlog == 0 ? PP_RECLAIM_BACKLOG_DEFAULT
                     : g_backlog == PP_RECLAIM_BACKLOG_NONE ? UINT64_MAX : g_backlog;
     g_backlog_bound = st->reclaim_backlog;
     if (st->reclaim_backlog != want ||
-        (want != UINT64_MAX && st->backlog_mark != want - want / 2) ||
+        (want != UINT64_MAX && st->backlog_mark != want / 4 + (want % 4 != 0)) ||
         (want == UINT64_MAX && st->backlog_mark != UINT64_MAX))
         failf(m, "pp_pool_stats: reclaim_backlog %" PRIu64 " backlog_mark %" PRIu64 " for "
-              "reclaim_backlog %zu (expected %" PRIu64 " and half of it)", st->reclaim_backlog,
+              "reclaim_backlog %zu (expected %" PRIu64 " and a quarter of it)", st->reclaim_backlog,
               st->backlog_mark, g_backlog, want);
     for (unsigned n = 0; n < g_nnodes; n++) {
         g_rtid[n] = st->node[n].reclaimer_tid;

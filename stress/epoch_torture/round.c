@@ -27,7 +27,8 @@ uint64_t backlog_peak_limit(void)
     if (g_backlog_bound == UINT64_MAX)
         return UINT64_MAX;
     uint64_t live = live_charge_bound();
-    return live * 2 <= g_backlog_bound ? g_backlog_bound : g_backlog_bound + live;
+    uint64_t room = g_backlog_bound - (g_backlog_bound / 4 + (g_backlog_bound % 4 != 0));
+    return live <= room ? g_backlog_bound : g_backlog_bound + live;
 }
 
 /* pp_pool_stats, per node and in total, against the program's counts
@@ -92,8 +93,8 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
         if (st->node[n].backlog_peak > limit)
             failf(m, "pp_pool_stats node %u: backlog_peak %" PRIu64 " > %" PRIu64 " (the bound "
                   "%" PRIu64 "%s)", n, st->node[n].backlog_peak, limit, g_backlog_bound,
-                  live_charge_bound() * 2 <= g_backlog_bound ? ""
-                  : " + the live data: it may be more than half the bound");
+                  limit == g_backlog_bound ? ""
+                  : " + the live data: it may be more than the room above the mark");
     }
     stat_check_sums("main", st, g_nnodes);
     statloc_at(&l, g_nnodes, g_nnodes);

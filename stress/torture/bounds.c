@@ -25,9 +25,10 @@
  *    pool's resident bytes, live or dead, never pass mem_limit (checked
  *    during the run), so the data part of live_rss is at most mem_limit
  *    (with the same per-entry overhead) plus the buffers being put;
- *  - the pool's promise holds if live_charge <= half the bound: then no
- *    node's backlog_peak may pass the bound; otherwise (more than half of
- *    it may die while puts wait) the check is backlog_peak <= bound +
+ *  - the pool's promise holds if live_charge <= the bound's room above
+ *    the wait mark (bound - mark, three quarters of it): then no node's
+ *    backlog_peak may pass the bound; otherwise (more than that room may
+ *    die while puts wait) the check is backlog_peak <= bound +
  *    live_charge.  The line says which;
  *  - the peak resident set: VmRSS measured at the gate (the pool, its
  *    tables' directories, the program's tables, the threads) + live_rss +
@@ -144,6 +145,14 @@ static uint64_t asan_quarantine(void)
 #endif
 }
 
+/* A bound's room above its wait mark, the mark being a quarter of the bound
+ * rounded up (pinpool.h, pp_stats_t.backlog_mark): the live data that may
+ * die while puts wait without the backlog passing the bound. */
+static uint64_t room_above_mark(uint64_t bound)
+{
+    return bound - (bound / 4 + (bound % 4 != 0));
+}
+
 static double mib(uint64_t b)
 {
     return (double)b / (1024.0 * 1024.0);
@@ -194,7 +203,7 @@ void bounds_start(run_t *run)
     }
 
     /* The check of backlog_peak. */
-    run->promise = bound != UINT64_MAX && run->live_charge <= bound / 2;
+    run->promise = bound != UINT64_MAX && run->live_charge <= bound - st->backlog_mark;
     run->peak_limit = bound == UINT64_MAX ? UINT64_MAX
                       : run->promise      ? bound
                                           : bound + run->live_charge;
@@ -202,7 +211,8 @@ void bounds_start(run_t *run)
     /* The backlog in memory, per node (see the top): what its peak may
      * reach, the default bound's with none. */
     uint64_t b = bound == UINT64_MAX ? PP_RECLAIM_BACKLOG_DEFAULT : bound;
-    if (run->live_charge > b / 2)
+    bool over = run->live_charge > room_above_mark(b);
+    if (over)
         b += run->live_charge;
     double ratio = g_swap ? 1.0
                           : (double)(g_size_min + BLK_HDR + MALLOC_OH + SLOT_BYTES) /
@@ -232,8 +242,8 @@ void bounds_start(run_t *run)
            run->live_count, g_nslots, g_nmbox, per_thread, run->live_charge,
            mib(run->live_charge),
            bound == UINT64_MAX ? "void (no bound)"
-           : run->promise      ? "holds (live_charge <= bound / 2)"
-                               : "does not hold (live_charge > bound / 2)",
+           : run->promise      ? "holds (live_charge <= bound - mark)"
+                               : "does not hold (live_charge > bound - mark)",
            bound == UINT64_MAX ? "backlog_peak unchecked"
            : run->promise      ? "check backlog_peak <= bound"
                                : "check backlog_peak <= bound + live_charge = ",
@@ -242,8 +252,7 @@ void bounds_start(run_t *run)
            mib(run->baseline_rss), mib(run->live_rss), g_nnodes,
            mib(run->backlog_rss / g_nnodes),
            bound == UINT64_MAX ? "none: the default bound" : "the bound",
-           run->live_charge > (bound == UINT64_MAX ? PP_RECLAIM_BACKLOG_DEFAULT : bound) / 2
-               ? " + live_charge" : "", ratio, mib(run->allowance),
+           over ? " + live_charge" : "", ratio, mib(run->allowance),
            run->san_factor != 1.0 || run->san_extra
                ? " (data and allowance x the sanitizer's factor, + its costs: next line)"
                : "",
@@ -276,10 +285,10 @@ void bounds_check(run_t *run, uint64_t *peak_rss, uint64_t *rss_bound)
         if (st->node[n].backlog_peak > run->peak_limit)
             failf(m, "node %u: backlog_peak %" PRIu64 " > %" PRIu64 " (%s)", n,
                   st->node[n].backlog_peak, run->peak_limit,
-                  run->promise ? "the bound: the live data is at most half of it, so the pool "
-                                 "promises the bound"
+                  run->promise ? "the bound: the live data fits in the room above the mark, "
+                                 "so the pool promises the bound"
                                : "the bound + the live data: the live data may be more than "
-                                 "half the bound");
+                                 "the room above the mark");
     uint64_t rec = records_rss();
     *rss_bound = run->rss_bound_start + rec;
     *peak_rss = proc_status_bytes("VmHWM");

@@ -677,6 +677,94 @@ Test(pin, hot_path_makes_no_system_call, .timeout = 60)
 
 #include "testhooks.h" /* pp__alloc_count: every allocation pinpool makes */
 
+/* The final unpin and the final release in the common case -- the node's
+ * reclaimer is busy, not asleep -- make no system call either: the push,
+ * the backlog's count, the lag's clock read (1 push in 64: 512 here, so it
+ * is read) are all user space.  In the forked child there is no reclaimer
+ * thread; the test marks every node's reclaimer awake there
+ * (prod.sleeping = 0, what a busy reclaimer leaves), so what the child runs
+ * is the path a final unpin takes while its reclaimer works.  (A reclaimer
+ * that sleeps costs the first push after it one futex wake: the header's
+ * "at most one system call per wake-up".)  A seccomp filter, not strict
+ * mode: on this project's kernel (6.18) strict mode makes the vDSO's
+ * clock_gettime fault (SIGSEGV, with no system call made), while a filter
+ * that kills on every system call but write and exit lets it run, as it
+ * runs everywhere else: in user space. */
+#include <linux/filter.h>
+#include <stddef.h>
+
+static int no_syscalls_but_write_and_exit(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    };
+    struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+#define FINAL_N 512
+
+Test(pin, final_unpin_makes_no_system_call_while_the_reclaimer_works, .timeout = 60)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    static pp_ref_t dead[FINAL_N], live[FINAL_N];
+    for (size_t i = 0; i < FINAL_N; i++) {
+        void *a = malloc(64), *b = malloc(64);
+        cr_assert(a != NULL && b != NULL);
+        assert_rc(pp_put(pool, a, 64, NULL, 0, &dead[i]), 0);
+        assert_rc(pp_put(pool, b, 64, NULL, 0, &live[i]), 0);
+        assert_rc(pp_pin(pool, dead[i], 0, NULL), 0);
+        assert_rc(pp_release(pool, dead[i]), 0);       /* dead, held by our pin */
+    }
+    pp_stats_t before;
+    test_stats(pool, &before);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        for (unsigned n = 0; n < pool->nnodes; n++)
+            pp__atomic_store_relaxed(&pool->nodes[n]->prod.sleeping, 0);
+        if (no_syscalls_but_write_and_exit() != 0)
+            syscall(SYS_exit, 3);
+        int bad = 0;
+        for (size_t i = 0; i < FINAL_N; i++) {
+            bad |= pp_unpin(pool, dead[i]);             /* the final unpin */
+            bad |= pp_release(pool, live[i]);           /* the final release */
+        }
+        /* Both queued, and counted in the backlog. */
+        uint64_t backlog = 0;
+        for (unsigned n = 0; n < pool->nnodes; n++)
+            backlog += pp__atomic_load_relaxed(&pool->nodes[n]->put.backlog);
+        if (backlog < before.total.backlog_bytes + 2u * FINAL_N * (64 + PP__BACKLOG_SLOT_BYTES))
+            bad |= 4;
+        syscall(SYS_exit, bad & 4 ? 4 : bad ? 2 : 0);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(!WIFSIGNALED(status),
+              "a final unpin or release made a system call (child killed by signal %d)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_assert(WIFEXITED(status));
+    cr_assert_eq(WEXITSTATUS(status), 0,
+                 "child exit %d (2: a call failed, 3: no seccomp, 4: not in the backlog)",
+                 WEXITSTATUS(status));
+
+    for (size_t i = 0; i < FINAL_N; i++) {
+        assert_rc(pp_unpin(pool, dead[i]), 0);
+        assert_rc(pp_release(pool, live[i]), 0);
+    }
+    test_drain(pool);
+    test_destroy(pool);
+}
+
 Test(pin, hot_path_allocates_nothing, .timeout = 60)
 {
     pp_pool_t *pool = test_pool(NULL);

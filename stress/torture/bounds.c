@@ -39,7 +39,7 @@
  *    records (one per put: a cost of the program, not of the pool, that
  *    grows with the run: a chunk of 65536 records at a time).  With no
  *    bound (--reclaim-backlog none) the backlog term is the default bound's
- *    (64 MiB per node): what the pool promises by default, so that the old
+ *    (16 MiB per node): what the pool promises by default, so that the old
  *    unbounded growth fails the check.
  *
  * The backlog in memory: a dead entry is charged its size (if resident)

@@ -123,8 +123,8 @@
  *  of dead entries would grow as long as the threads that kill entries
  *  outrun it.  So each node bounds its backlog: the dead entries queued
  *  for its reclaimer or in their grace period, each counted as the bytes
- *  it holds in memory (its size if resident, nothing for data only on
- *  disk) plus 64 for its slot.
+ *  it holds in memory (its size if resident, at most 64 GiB, nothing for
+ *  data only on disk) plus 64 for its slot.
  *
  *  The back-pressure goes to the producer of new memory, pp_put: a put
  *  waits while its home node's backlog is at or above a quarter of the

@@ -163,9 +163,14 @@ uint64_t pp__now_ns(void);
  * What one dead entry counts: its bytes in memory plus its slot.  pw is
  * its word once QUEUED (RESIDENT no longer changes). */
 #define PP__BACKLOG_SLOT_BYTES 64u
+/* An entry counts at most 2^36 bytes (64 GiB): 2^26 slots per node of that
+ * cannot overflow the node's 64-bit count, whatever sizes callers claim
+ * (up to PTRDIFF_MAX); so large an entry is far over any bound anyway. */
+#define PP__BACKLOG_MAX_CHARGE ((uint64_t)1 << 36)
 static inline uint64_t pp__backlog_charge(const pp__entry_t *e, uint64_t pw)
 {
-    return ((pw & PP__F_RESIDENT) ? (uint64_t)e->size : 0) + PP__BACKLOG_SLOT_BYTES;
+    uint64_t size = (pw & PP__F_RESIDENT) ? (uint64_t)e->size : 0;
+    return (size < PP__BACKLOG_MAX_CHARGE ? size : PP__BACKLOG_MAX_CHARGE) + PP__BACKLOG_SLOT_BYTES;
 }
 void pp__backlog_init(pp_pool_t *pool, size_t bound);
 /* A push adds the entry's charge (before the push: the reclaimer's

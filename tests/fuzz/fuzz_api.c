@@ -1163,7 +1163,7 @@ static void op_put(rd_t *r)
     case 7: flags = 1u << (u8(r) % 32); break;
     default: break;
     }
-    if ((flags & ~PP_ON_NODE(0xff)) != 0)
+    if ((flags & ~(PP_ON_NODE(0xff) | PP_PUT_NOWAIT)) != 0)
         bad = true;
     if (want_node != UINT_MAX && want_node >= M.nnodes)
         bad = true;
@@ -1204,6 +1204,15 @@ static void op_put(rd_t *r)
             allowed = A_OK | A(ENOMEM);
     } else {
         allowed = room_certain(size) ? A_OK : A_OK | A(ENOMEM);
+    }
+    /* The reclaim backlog (a dead entry counts its size, which a lying
+     * entry claims large): a put may be refused instead of waiting for it,
+     * with PP_PUT_NOWAIT (PP_EAGAIN, also for room with swap) or in this
+     * QSBR thread's section (PP_EDEADLK). */
+    if (!bad) {
+        allowed |= A(EDEADLK);
+        if (flags & PP_PUT_NOWAIT)
+            allowed |= A(EAGAIN);
     }
 
     pp_ref_t ref = 0;
@@ -1695,7 +1704,7 @@ static void op_misc(rd_t *r)
         CHECK(s != NULL && nm != NULL, "pp_strerror/pp_err_name(%d) gave NULL", v);
         if (v == 0)
             CHECK(strcmp(nm, "PP_OK") == 0, "pp_err_name(0) = %s", nm);
-        else if (v < 0 && v >= PP_ETOPOLOGY)
+        else if (v < 0 && v >= PP_EDEADLK)   /* the last code */
             CHECK(strncmp(nm, "PP_E", 4) == 0 && strcmp(nm, "PP_E?") != 0 &&
                       strcmp(s, "unknown error") != 0,
                   "pp_err_name(%d) = %s", v, nm);

@@ -54,7 +54,13 @@
  * layout and draws are the same for every implementation: each entry's 64
  * bytes of data sit in one array, 64-byte aligned.
  *
- * Reading the output.  For each scenario, a row per implementation and a
+ * Reading the output.  First the machine (machine.h): lines "machine: key:
+ * value" naming the CPU model (and its family, model and stepping), the
+ * caches (size of one instance x how many), the cores and PUs this process
+ * may use and those there are, NUMA nodes, whether a hypervisor is
+ * reported, the kernel, the transparent huge page mode, the date (UTC) and
+ * the commit the build was configured at; "unknown" for what could not be
+ * read.  Then for each scenario, a row per implementation and a
  * column per thread count: Mops/s, all threads together, and in parentheses
  * ns per op per thread (threads x seconds / ops; with more threads than
  * CPUs it includes the time a thread waits for a CPU).  "-" marks a cell
@@ -62,8 +68,10 @@
  * create or reclaim).  Then the ratios the project tracks, each with its
  * target, and the reclaim figures: the lag from the final unpin to the free
  * call, what a final unpin costs against an ordinary one, and the memory
- * each entry costs.  --csv writes one line per (scenario, impl, threads);
- * --plot draws throughput against threads, one panel per scenario.
+ * each entry costs.  --csv writes the same machine lines as comments
+ * ("# key: value", before the header; readers skip lines starting with
+ * '#'), then one line per (scenario, impl, threads); --plot draws
+ * throughput against threads, one panel per scenario.
  *
  * Every call's return code is checked; any failure exits 1 with a message.
  * No timing is asserted.  Run pinbench --help for the options.
@@ -274,10 +282,12 @@ static void usage(FILE *f)
 "  --threads LIST    worker threads per run (default 1,2,4,8; at most %u)\n"
 "  --rounds R        interleaved rounds per cell, median reported (default 9)\n"
 "  --ms M            duration of one run in milliseconds (default 250)\n"
-"  --csv FILE        one line per (scenario, impl, threads), the median round:\n"
+"  --csv FILE        the machine as \"# key: value\" lines, then one line per\n"
+"                    (scenario, impl, threads), the median round:\n"
 "                    scenario,impl,threads,ops,seconds,mops_per_s,ns_per_op_thread\n"
-"  --check-csv       after the run, read FILE back and check it (exact header,\n"
-"                    well-formed positive numbers, a row for every scenario run)\n"
+"  --check-csv       after the run, read FILE back and check it (the machine's\n"
+"                    \"# cpu: \" line, exact header, well-formed positive numbers,\n"
+"                    a row for every scenario run)\n"
 "  --plot FILE.png   throughput against threads, one panel per scenario\n"
 "                    (needs gnuplot: Debian package gnuplot-nox)\n"
 "  --no-reclaim      skip the reclaim figures (lag, final unpin cost, bytes per\n"
@@ -757,6 +767,8 @@ int main(int argc, char **argv)
     progress_tty = isatty(STDERR_FILENO);
     init_cpus();
     uint64_t t0 = pb_now_ns();
+    machine_t machine;
+    machine_describe(&machine);
 
     /* The results: rows for the selected scenarios and implementations. */
     const char *scen_names[NSCEN], *scen_what[NSCEN], *impl_names[NIMPL];
@@ -769,11 +781,12 @@ int main(int argc, char **argv)
         }
     for (unsigned i = 0; i < NIMPL; i++)
         impl_names[i] = impls[i]->name;
-    pb_results_t res = { .nscen = nscen, .nimpl = NIMPL, .nthreads = opt.nthreads,
-                         .scen = scen_names, .scen_what = scen_what, .impl = impl_names,
-                         .threads = opt.threads };
+    pb_results_t res = { .machine = &machine, .nscen = nscen, .nimpl = NIMPL,
+                         .nthreads = opt.nthreads, .scen = scen_names, .scen_what = scen_what,
+                         .impl = impl_names, .threads = opt.threads };
     res.cell = pb_calloc((size_t)nscen * NIMPL * opt.nthreads, sizeof *res.cell);
 
+    machine_print(stdout, &machine, "machine: ");   /* stdout's errors: the final fflush */
     printf("pinbench: %u interleaved rounds of %u ms per cell, median round reported;"
            " %u CPUs; threads", opt.rounds, opt.ms, ncpus);
     for (unsigned t = 0; t < opt.nthreads; t++)

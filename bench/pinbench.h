@@ -12,6 +12,7 @@
  *   pinbench_atomic.c   atomic-limit and naive-array
  *   pinbench_mutex.c    mutex-dict (a pthread mutex around a ck_ht)
  *   pinbench_urcu.c     urcu-lfht (liburcu's cds_lfht + an atomic refcount)
+ *   machine.c           where it ran (shared with swapbench, machine.h)
  *
  * Every failure is fatal: the helpers below print "pinbench: ..." and exit 1,
  * so an implementation never returns an error code to the harness.
@@ -22,6 +23,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "machine.h"
 
 /* 1 in the second copies of pinbench_pinpool.c and pinbench_reclaim.c that
  * bench/sidebyside builds against an older library (bench/CMakeLists.txt,
@@ -129,8 +132,10 @@ typedef struct pb_result {
     double ns_per_op;           /* ns per op per thread: threads * seconds / ops */
 } pb_result_t;
 
-/* Everything a report needs: names, and a result for each cell. */
+/* Everything a report needs: the machine, names, and a result for each
+ * cell. */
 typedef struct pb_results {
+    const machine_t *machine;    /* where the run was made */
     unsigned nscen, nimpl, nthreads;
     const char *const *scen;     /* scenario names, in run order */
     const char *const *scen_what;/* one line describing each scenario */
@@ -150,10 +155,13 @@ void pb_print_ratios(const pb_results_t *r);                /* the project's tar
 /* For every implementation X-old run beside X (bench/sidebyside): X / X-old,
  * Mops/s, per cell, their geometric mean and the cells outside 0.9-1.1. */
 void pb_print_old_ratios(const pb_results_t *r);
+/* The machine as "# key: value" lines, then the header and one row per
+ * cell run. */
 void pb_write_csv(const pb_results_t *r, const char *path);
-/* Reads path back: exact header, every field of every row well formed and
- * the numbers positive, at least one row for each scenario of r.  Exits 1
- * with a message if not. */
+/* Reads path back: "# " comment lines first, among them the machine's
+ * "# cpu: " line; then the exact header; every field of every row well
+ * formed and the numbers positive, at least one row for each scenario of
+ * r.  Exits 1 with a message if not. */
 void pb_check_csv(const pb_results_t *r, const char *path);
 int pb_gnuplot_found(void);                                 /* on PATH? */
 void pb_plot(const pb_results_t *r, const char *path);      /* needs gnuplot */

@@ -3,6 +3,12 @@
  * scenario, the ratios the project tracks (each against its target), the
  * new / old ratios of a bench/sidebyside build, the CSV file and its check,
  * and the gnuplot picture.
+ *
+ * The CSV file starts with the machine (machine.h), one "# key: value"
+ * line per field, so that the figures in it always name where they were
+ * measured; the header and the rows follow.  A reader skips the lines that
+ * start with '#' (gnuplot does by default; pandas: comment='#'; R:
+ * comment.char='#').
  */
 #define _GNU_SOURCE
 #include "pinbench.h"
@@ -15,6 +21,7 @@
 #include <unistd.h>
 
 #define PB_CSV_HEADER "scenario,impl,threads,ops,seconds,mops_per_s,ns_per_op_thread"
+#define PB_CSV_COMMENT "# "
 
 /* ------------------------------------------------------------------------ */
 /* Table                                                                     */
@@ -212,7 +219,8 @@ void pb_write_csv(const pb_results_t *r, const char *path)
     FILE *f = fopen(path, "w");
     if (f == NULL)
         pb_die("cannot create %s: %s", path, strerror(errno));
-    int bad = fprintf(f, "%s\n", PB_CSV_HEADER) < 0;
+    int bad = machine_print(f, r->machine, PB_CSV_COMMENT) != 0;
+    bad |= fprintf(f, "%s\n", PB_CSV_HEADER) < 0;
     for (unsigned s = 0; s < r->nscen; s++)
         for (unsigned i = 0; i < r->nimpl; i++)
             for (unsigned t = 0; t < r->nthreads; t++) {
@@ -243,20 +251,38 @@ void pb_check_csv(const pb_results_t *r, const char *path)
     if (f == NULL)
         pb_die("--check-csv: cannot open %s: %s", path, strerror(errno));
     unsigned *rows = pb_calloc(r->nscen + 1, sizeof *rows);
-    char line[1024];
-    unsigned lineno = 0;
+    char line[1024], cpu_key[64];
+    snprintf(cpu_key, sizeof cpu_key, "%s%s: ", PB_CSV_COMMENT, machine_key(MACHINE_CPU));
+    unsigned lineno = 0, comments = 0, nrows = 0;
+    int header = 0, cpu = 0;
     while (fgets(line, sizeof line, f) != NULL) {
         lineno++;
         size_t len = strlen(line);
         if (len == 0 || line[len - 1] != '\n')
             pb_die("--check-csv: %s:%u: line too long or not terminated", path, lineno);
         line[len - 1] = '\0';
-        if (lineno == 1) {
-            if (strcmp(line, PB_CSV_HEADER) != 0)
-                pb_die("--check-csv: %s: header is \"%s\", expected \"%s\"", path, line,
-                       PB_CSV_HEADER);
+        /* The machine first, then the header: pinbench writes no comment
+         * after it. */
+        if (!header && line[0] == '#') {
+            if (strncmp(line, PB_CSV_COMMENT, strlen(PB_CSV_COMMENT)) != 0)
+                pb_die("--check-csv: %s:%u: a comment line that does not start with \"%s\"",
+                       path, lineno, PB_CSV_COMMENT);
+            cpu |= strncmp(line, cpu_key, strlen(cpu_key)) == 0;
+            comments++;
             continue;
         }
+        if (!header) {
+            if (!cpu)
+                pb_die("--check-csv: %s: no \"%s\" line before the header (the machine)", path,
+                       cpu_key);
+            if (strcmp(line, PB_CSV_HEADER) != 0)
+                pb_die("--check-csv: %s:%u: header is \"%s\", expected \"%s\"", path, lineno,
+                       line, PB_CSV_HEADER);
+            header = 1;
+            continue;
+        }
+        if (line[0] == '#')
+            pb_die("--check-csv: %s:%u: a comment line after the header", path, lineno);
         char *field[8], *save = NULL;
         unsigned nf = 0;
         for (char *p = strtok_r(line, ",", &save); p != NULL; p = strtok_r(NULL, ",", &save))
@@ -279,16 +305,19 @@ void pb_check_csv(const pb_results_t *r, const char *path)
         if (s == r->nscen)
             pb_die("--check-csv: %s:%u: unknown scenario \"%s\"", path, lineno, field[0]);
         rows[s]++;
+        nrows++;
     }
     if (ferror(f) || fclose(f) != 0)
         pb_die("--check-csv: cannot read %s", path);
     if (lineno == 0)
         pb_die("--check-csv: %s is empty", path);
+    if (!header)
+        pb_die("--check-csv: %s has no header line", path);
     for (unsigned s = 0; s < r->nscen; s++)
         if (rows[s] == 0)
             pb_die("--check-csv: %s has no row for scenario %s", path, r->scen[s]);
-    printf("pinbench: --check-csv: %s is well formed (%u rows, every scenario present)\n",
-           path, lineno - 1);
+    printf("pinbench: --check-csv: %s is well formed (%u machine lines, %u rows,"
+           " every scenario present)\n", path, comments, nrows);
     free(rows);
 }
 

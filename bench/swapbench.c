@@ -51,12 +51,20 @@
  * cache-hot buffers and the checksum the pool computes on every load
  * weighs more: that case is reported too (docs/performance.md, swapbench).
  *
+ * The output starts with the machine (machine.h: CPU, caches, cores,
+ * kernel, transparent huge pages, date, commit), one "machine: key: value"
+ * line each; --csv FILE starts with the same lines as "# key: value"
+ * comments, then the header phase,impl,round,bytes,seconds,mb_per_s and a
+ * row per timed pass.
+ *
  *   swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]
  *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE]
  *             [--buffered | --direct] [--quick]
  */
 #define _GNU_SOURCE               /* syncfs */
 #include <pinpool.h>
+
+#include "machine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -369,6 +377,17 @@ static void run_base(double mbps[2][NIMPL][64], int r, int direct)
         fail_sys("unlink", path);
 }
 
+/* The CSV file: the machine as "# key: value" lines (readers skip lines
+ * that start with '#'), then the header. */
+static void open_csv(const char *path, const machine_t *m)
+{
+    if ((csv = fopen(path, "w")) == NULL)
+        fail_sys("fopen", path);
+    if (machine_print(csv, m, "# ") != 0 ||
+        fprintf(csv, "phase,impl,round,bytes,seconds,mb_per_s\n") < 0)
+        fail_sys("fprintf", path);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -438,13 +457,12 @@ int main(int argc, char **argv)
         fail_sys("open", swap_dir);
     if ((scratch = malloc(entry_size)) == NULL)
         fail_sys("malloc", "scratch buffer");
-    if (csv_path != NULL) {
-        if ((csv = fopen(csv_path, "w")) == NULL)
-            fail_sys("fopen", csv_path);
-        if (fprintf(csv, "phase,impl,round,bytes,seconds,mb_per_s\n") < 0)
-            fail_sys("fprintf", csv_path);
-    }
+    machine_t machine;
+    machine_describe(&machine);
+    if (csv_path != NULL)
+        open_csv(csv_path, &machine);
 
+    machine_print(stdout, &machine, "machine: ");   /* stdout's errors: the final fflush */
     printf("swapbench: %zu entries x %zu bytes (%s), mem_limit %zu, %d rounds, dir %s,"
            " pread keeps %s, %s\n", n_entries, entry_size,
            compress ? "compressible, PP_SWAP_COMPRESS" : "incompressible", mem_limit, n_rounds,

@@ -146,18 +146,38 @@ static inline uint64_t pp__unpin_word(uint64_t pw)
 }
 
 /*
- * One entry: exactly one cache line, so cold entries cost 64 bytes of
- * metadata and two entries never share a line.
+ * One entry is two records in its table segment, indexed by the same slot:
  *
- * data, size and type are written by the putter before its store-release
- * of `pw` and never change while the entry lives; readers load them after
- * an acquire of `pw` that validated the generation, while holding a pin, an
- * owner or an epoch section (which keeps the slot from being recycled).
+ *   the hot record (pp__entry_t, 16 bytes): the pins word and the data
+ *     pointer, all that a pin or an unpin touches.  Four to a cache line,
+ *     so a million entries' hot state is 16 MB and stays in a large L3;
+ *   the cold record (pp__cold_t, 48 bytes): the owners word, size, type,
+ *     queue links, slot and lag stamp, read and written by puts, retains,
+ *     releases, the reclaimer and the swap thread, never by a pin.
+ *
+ * A segment (table.c) is PP__SEG_SLOTS hot records followed by as many
+ * cold ones, PP__SEG_BYTES in all and aligned to that size, so either
+ * record finds the other by address arithmetic alone (pp__cold,
+ * pp__entry_of_cold): 64 bytes an entry, and no pointer between them.
+ * Hot records of neighbouring slots share a cache line; a pin's CAS on one
+ * makes a concurrent pin of a neighbour retry its line, never its logic
+ * (every word is validated on its own), and an entry that every thread
+ * pins is made HOT (hot.c) whatever its neighbours do.
+ *
+ * data and the cold size and type are written by the putter before its
+ * store-release of `pw` and never change while the entry lives, except
+ * data, which a load commit sets before its release; readers load them
+ * after an acquire of `pw` that validated the generation, while holding a
+ * pin, an owner or an epoch section (which keeps the slot from being
+ * recycled).
  */
 typedef struct pp__entry {
     _Atomic uint64_t pw;                 /* pins word, see above */
-    _Atomic uint64_t ow;                 /* owners word, see above */
     void *data;
+} __attribute__((aligned(16))) pp__entry_t;
+
+typedef struct pp__cold {
+    _Atomic uint64_t ow;                 /* owners word, see above */
     size_t size;
     const pp_type_t *type;
     union {
@@ -168,18 +188,48 @@ typedef struct pp__entry {
     uint32_t slot;                       /* index in its node's table */
     uint32_t queued_us;                  /* when it was queued (CLOCK_MONOTONIC, µs, mod 2^32),
                                             or PP__LAG_NONE if not sampled */
-} __attribute__((aligned(64))) pp__entry_t;
+} pp__cold_t;
 
-_Static_assert(sizeof(pp__entry_t) == 64, "an entry is one cache line");
+_Static_assert(sizeof(pp__entry_t) == 16, "a pin touches 16 bytes");
+_Static_assert(sizeof(pp__cold_t) == 48, "an entry costs 64 bytes of metadata");
+
+/* A table segment: 2^15 entries, 2 MiB (one huge page), aligned to its size. */
+#define PP__SEG_SHIFT     15u
+#define PP__SEG_SLOTS     ((uint32_t)1 << PP__SEG_SHIFT)
+#define PP__SEG_HOT_BYTES ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
+#define PP__SEG_BYTES     ((size_t)PP__SEG_SLOTS * (sizeof(pp__entry_t) + sizeof(pp__cold_t)))
+
+_Static_assert((PP__SEG_BYTES & (PP__SEG_BYTES - 1)) == 0, "segments align to their size");
+
+static inline uintptr_t pp__seg_base(const void *p)
+{
+    return (uintptr_t)p & ~(uintptr_t)(PP__SEG_BYTES - 1);
+}
+
+/* The cold record of the entry whose hot record is e. */
+static inline pp__cold_t *pp__cold(const pp__entry_t *e)
+{
+    uintptr_t base = pp__seg_base(e);
+    size_t i = ((uintptr_t)e - base) / sizeof(pp__entry_t);
+    return (pp__cold_t *)(base + PP__SEG_HOT_BYTES) + i;
+}
+
+/* The hot record of the entry whose cold record is c. */
+static inline pp__entry_t *pp__entry_of_cold(const pp__cold_t *c)
+{
+    uintptr_t base = pp__seg_base(c);
+    size_t i = ((uintptr_t)c - base - PP__SEG_HOT_BYTES) / sizeof(pp__cold_t);
+    return (pp__entry_t *)base + i;
+}
 
 static inline pp__entry_t *pp__entry_of_link(ck_stack_entry_t *s)
 {
-    return (pp__entry_t *)(void *)((char *)s - offsetof(pp__entry_t, q.link));
+    return pp__entry_of_cold((pp__cold_t *)(void *)((char *)s - offsetof(pp__cold_t, q.link)));
 }
 
 static inline pp__entry_t *pp__entry_of_epoch(ck_epoch_entry_t *s)
 {
-    return (pp__entry_t *)(void *)((char *)s - offsetof(pp__entry_t, q.epoch));
+    return pp__entry_of_cold((pp__cold_t *)(void *)((char *)s - offsetof(pp__cold_t, q.epoch)));
 }
 
 #endif /* PP_ENTRY_H */

@@ -68,6 +68,10 @@ void pp__topology_free(pp_pool_t *pool);
  * else ordinary pages.  Zeroed.  NULL on failure. */
 void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound);
 void pp__node_free(pp_pool_t *pool, void *p, size_t len);
+/* A table segment of node n: PP__SEG_BYTES, zero, aligned to its size,
+ * huge pages advised (entry.h, table.c); pp__node_free_seg unmaps it. */
+void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool *bound);
+void pp__node_free_seg(void *p);
 /* Binds the calling thread to node n's CPUs, or (one_cpu) to the last of
  * them this process may run on; false where impossible. */
 bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu);
@@ -169,7 +173,7 @@ uint64_t pp__now_ns(void);
 #define PP__BACKLOG_MAX_CHARGE ((uint64_t)1 << 36)
 static inline uint64_t pp__backlog_charge(const pp__entry_t *e, uint64_t pw)
 {
-    uint64_t size = (pw & PP__F_RESIDENT) ? (uint64_t)e->size : 0;
+    uint64_t size = (pw & PP__F_RESIDENT) ? (uint64_t)pp__cold(e)->size : 0;
     return (size < PP__BACKLOG_MAX_CHARGE ? size : PP__BACKLOG_MAX_CHARGE) + PP__BACKLOG_SLOT_BYTES;
 }
 void pp__backlog_init(pp_pool_t *pool, size_t bound);

@@ -25,7 +25,7 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
                 (PP__F_LIVE | PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
                (PP__F_LIVE | PP__F_LOADING | PP__F_SWAPPED));
     pp__node_t *node = pool->nodes[n];
-    size_t size = e->size;
+    size_t size = pp__cold(e)->size;
     int rc = pp__mem_reserve(pool, size, evictor == NULL);
     if (rc != 0 && evictor != NULL && size <= pool->mem_limit) {
         pp__atomic_add_relaxed(&pool->room_want, size);
@@ -93,7 +93,7 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
     PP__YIELD(LOAD);
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
     /* The push's CAS hands the claimed entry to the swap thread. */
-    ck_stack_push_upmc(&node->sw.load_q, &e->q.link);
+    ck_stack_push_upmc(&node->sw.load_q, &pp__cold(e)->q.link);
     ck_ec32_inc(&node->sw.io_wake, &pp__ec_mode);
     return 0;
 }

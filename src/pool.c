@@ -180,13 +180,13 @@ static void pp__find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     }
     if (!(pw & PP__F_LIVE) || pp__pw_pins(pw) == 0)
         return;
-    pp_ref_t ref = pp__ref_make(n, e->slot, pp__word_gen(pw));
+    pp_ref_t ref = pp__ref_make(n, pp__cold(e)->slot, pp__word_gen(pw));
     scan->pinned++;
     if (!pool->track || pp__track_report_ref(pool, ref) == 0)
         pp__report(pool,
                    "pinpool: destroy: ref 0x%016" PRIx64 " (node %u slot %" PRIu32
                    ") still holds %" PRIu32 " pin(s)%s",
-                   ref, n, e->slot, pp__pw_pins(pw),
+                   ref, n, pp__cold(e)->slot, pp__pw_pins(pw),
                    pool->track ? "" : " (enable PP_TRACK_PINS to see where)");
 }
 
@@ -292,7 +292,7 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     /* acquire: pairs with the last writer's release of each word, so a
      * validation run after the pool's users stopped sees their final state. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
-    uint64_t ow = pp__atomic_load_acquire(&e->ow);
+    uint64_t ow = pp__atomic_load_acquire(&pp__cold(e)->ow);
     bool live = pw & PP__F_LIVE, dead = pw & PP__F_DEAD, queued = pw & PP__F_QUEUED;
     if (pw & PP__F_HOT) {
         /* HOT: alive, resident, no I/O, no write pin. */

@@ -115,23 +115,23 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
      * unpin.  The first of every PP__LAG_SAMPLE entries this thread queues
      * for node n carries its time. */
     uint64_t seq = pp__atomic_load_relaxed(&t->count[n].queued);
-    e->queued_us = PP__LAG_NONE;
+    pp__cold(e)->queued_us = PP__LAG_NONE;
     if (seq % PP__LAG_SAMPLE == 0) {
         uint32_t us = (uint32_t)(pp__now_ns() / 1000u);
-        e->queued_us = us == PP__LAG_NONE ? us - 1 : us;
+        pp__cold(e)->queued_us = us == PP__LAG_NONE ? us - 1 : us;
     }
     pp__counter_add(&t->count[n].queued, 1);
     pp__backlog_add(node, pp__backlog_charge(e, pp__atomic_load_relaxed(&e->pw)));
     /* With swap, a put or load short of room waits for these bytes instead
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
-        pp__atomic_add_relaxed(&node->prod.dying_bytes, e->size);
+        pp__atomic_add_relaxed(&node->prod.dying_bytes, pp__cold(e)->size);
     /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
      * entry to the reclaimer's batch pop.  After it, this thread must not
      * touch e: the reclaimer may already be freeing it.  The queue is the
      * thread's own: no other thread pushes to it. */
-    ck_stack_push_upmc(&t->rq[n].s, &e->q.link);
+    ck_stack_push_upmc(&t->rq[n].s, &pp__cold(e)->q.link);
     /* Orders the push's CAS before the read of `sleeping`, against the
      * reclaimer's store of `sleeping` before its last look at the queues
      * (pp__reclaimer_wait): either it sees our entry, or we see it about
@@ -201,7 +201,7 @@ static void pp__rbatch_add(pp__rstate_t *rs, ck_stack_entry_t *list)
     }
     while (list != NULL) {
         ck_stack_entry_t *next = list->next;
-        ck_epoch_call(rs->rec, &pp__entry_of_link(list)->q.epoch, pp__epoch_cb);
+        ck_epoch_call(rs->rec, &pp__cold(pp__entry_of_link(list))->q.epoch, pp__epoch_cb);
         rs->pending++;
         list = next;
     }
@@ -266,8 +266,8 @@ static void pp__epoch_cb(ck_epoch_entry_t *ee)
 {
     pp__entry_t *e = pp__entry_of_epoch(ee);
     /* q.epoch is dead from here on; reuse q.link for the ready list. */
-    e->q.link.next = pp__ready_sink->head;
-    pp__ready_sink->head = &e->q.link;
+    pp__cold(e)->q.link.next = pp__ready_sink->head;
+    pp__ready_sink->head = &pp__cold(e)->q.link;
 }
 
 static void pp__epoch_batch_cb(ck_epoch_entry_t *ee)
@@ -293,17 +293,17 @@ static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
 static uint64_t pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
                                     uint64_t pw)
 {
-    const pp_type_t *type = e->type;
+    const pp_type_t *type = pp__cold(e)->type;
     uint64_t resident = 0;
     if (pw & PP__F_RESIDENT) {
         if (type != NULL && type->free != NULL)
-            type->free(e->data, e->size, type->ctx);
+            type->free(e->data, pp__cold(e)->size, type->ctx);
         else
             free(e->data);
-        resident = e->size;
-        pp__mem_unreserve(pool, e->size);
+        resident = pp__cold(e)->size;
+        pp__mem_unreserve(pool, pp__cold(e)->size);
     } else {
-        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, e->size);
+        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, pp__cold(e)->size);
     }
     if (pw & PP__F_SWAPPED)
         pp__swap_drop(pool, node, e);
@@ -353,8 +353,8 @@ static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint32_t gen = pp__word_gen(pw);
     e->data = NULL;
-    e->type = NULL;
-    e->size = 0;
+    pp__cold(e)->type = NULL;
+    pp__cold(e)->size = 0;
     /* release: the free and these resets happen before anything that later
      * acquires this word (debug scans); a later putter gets the slot through
      * the free-slot stack, whose push orders them as well. */
@@ -374,8 +374,8 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     PP__CHECK((pw & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED | PP__F_BUSY)) ==
                   (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
               pp__pw_pins(pw) == 0);
-    uint32_t now_us = e->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
-    size_t size = e->size;
+    uint32_t now_us = pp__cold(e)->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
+    size_t size = pp__cold(e)->size;
     uint64_t charge = pp__backlog_charge(e, pw);
     PP__YIELD(RECLAIM);
     uint64_t resident = pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
@@ -386,8 +386,8 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         if (pp__atomic_load_relaxed(&pool->room_want) != 0)
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
     }
-    if (e->queued_us != PP__LAG_NONE)
-        pp__lag_record(node, (uint64_t)(uint32_t)(now_us - e->queued_us) * 1000u);
+    if (pp__cold(e)->queued_us != PP__LAG_NONE)
+        pp__lag_record(node, (uint64_t)(uint32_t)(now_us - pp__cold(e)->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
     pp__slot_recycle(pool, node, e);
     pp__freed.n++;
@@ -417,9 +417,12 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
         for (unsigned i = 0; i < b->n; i++) {
             for (s = b->list[i]; s != NULL;) {
                 ck_stack_entry_t *next = s->next;
-                /* The next entry's line comes in while this one is freed. */
-                if (next != NULL)
+                /* The next entry's records come in while this one is
+                 * freed: its cold record (next is in it) and its hot one. */
+                if (next != NULL) {
+                    __builtin_prefetch(next);
                     __builtin_prefetch(pp__entry_of_link(next));
+                }
                 PP__YIELD(RECLAIM);
                 pp__reclaim_entry(pool, node, pp__entry_of_link(s));
                 s = next;
@@ -448,7 +451,7 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     PP__CHECK(!(pw & (PP__F_QUEUED | PP__F_BUSY)) && pp__pw_pins(pw) == 0);
     uint64_t k = pp__atomic_load_relaxed(&node->rc.leaked_owned);
     if (k < 4)
-        node->rc.leaked_first[k] = pp__ref_make(n, e->slot, pp__word_gen(pw));
+        node->rc.leaked_first[k] = pp__ref_make(n, pp__cold(e)->slot, pp__word_gen(pw));
     pp__counter_add(&node->rc.leaked_owned, 1);
     uint64_t resident = pp__entry_free_data(pool, node, e, pw);
     pp__atomic_sub_relaxed(&node->put.resident_bytes, resident);

@@ -539,15 +539,15 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
      * with SWAPPED clear, the entry resident -- on its own node. */
     PP__ASSERT((claimed & (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING | PP__F_SWAPPED)) ==
                (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING));
-    PP__ASSERT(pool->nodes[node->index] == node && e->slot < PP__MAX_SLOTS);
-    pp__swaprec_t *rec = pp__rec(node, e->slot, true);
+    PP__ASSERT(pool->nodes[node->index] == node && pp__cold(e)->slot < PP__MAX_SLOTS);
+    pp__swaprec_t *rec = pp__rec(node, pp__cold(e)->slot, true);
     if (rec == NULL)
         return PP_ENOMEM;
-    const pp_type_t *type = e->type;
+    const pp_type_t *type = pp__cold(e)->type;
     if (type == NULL || type->save == NULL)
-        return pp__store(pool, node, e, claimed, rec, e->data, e->size);
+        return pp__store(pool, node, e, claimed, rec, e->data, pp__cold(e)->size);
     struct pp_writer w = {.e = e, .claimed = claimed};
-    int rc = type->save(e->data, e->size, &w, type->ctx);
+    int rc = type->save(e->data, pp__cold(e)->size, &w, type->ctx);
     if (rc == 0 && w.err == 0)
         rc = pp__store(pool, node, e, claimed, rec, w.buf, w.len);
     else
@@ -558,7 +558,7 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
 
 void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
-    pp__swaprec_t *rec = pp__rec(node, e->slot, false);
+    pp__swaprec_t *rec = pp__rec(node, pp__cold(e)->slot, false);
     PP__CHECK(rec != NULL);
     pp__space_free(pool, node, rec->off, rec->cap);
     memset(rec, 0, sizeof *rec);
@@ -774,7 +774,7 @@ static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const 
 {
     pp__atomic_add_relaxed(&node->sw.csum_fail, 1);
     pp__report(pool, "pinpool: swap: the copy of node %u slot %u %s; not loaded",
-               node->index, e->slot, why);
+               node->index, pp__cold(e)->slot, why);
     return PP_ECORRUPT;
 }
 
@@ -785,18 +785,18 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     PP__ASSERT((pp__atomic_load_relaxed(&e->pw) &
                 (PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
                (PP__F_LOADING | PP__F_SWAPPED));
-    const pp__swaprec_t *rec = pp__rec(node, e->slot, false);
+    const pp__swaprec_t *rec = pp__rec(node, pp__cold(e)->slot, false);
     PP__CHECK(rec != NULL);
-    const pp_type_t *type = e->type;
+    const pp_type_t *type = pp__cold(e)->type;
     bool custom = type != NULL && type->load != NULL;
     uint64_t sum = 0;
     int rc;
     void *mem = NULL;
     if (!custom) {
-        mem = pp__io_alloc(pool, e->size);
+        mem = pp__io_alloc(pool, pp__cold(e)->size);
         if (mem == NULL)
             return PP_ENOMEM;
-        if (rec->raw != e->size) {
+        if (rec->raw != pp__cold(e)->size) {
             free(mem);
             return pp__corrupt(pool, node, e, "has the wrong length");
         }
@@ -831,9 +831,9 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     }
     if (rc == 0 && custom) {
         pp_reader_t r = {plain != NULL ? plain : stored, rec->raw, 0};
-        if (type->load(data, e->size, &r, type->ctx) != 0) {
+        if (type->load(data, pp__cold(e)->size, &r, type->ctx) != 0) {
             pp__report(pool, "pinpool: swap: type %s: load failed for node %u slot %u",
-                       type->name != NULL ? type->name : "(unnamed)", node->index, e->slot);
+                       type->name != NULL ? type->name : "(unnamed)", node->index, pp__cold(e)->slot);
             rc = PP_EIO;
         }
     } else if (rc == 0) {

@@ -57,7 +57,7 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node)
     for (uint32_t s = 0; s < PP__SEG_MAX; s++) {
         pp__entry_t *seg = pp__atomic_load_relaxed(&node->dir[s]);
         if (seg != NULL)
-            pp__node_free(pool, seg, PP__SEG_BYTES);
+            pp__node_free_seg(seg);
     }
     pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
     node->dir = NULL;
@@ -98,14 +98,14 @@ static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t 
     if (!pp__advseg_get(node, s))
         return NULL;
     bool bound;
-    pp__entry_t *fresh = pp__node_alloc(pool, node->index, PP__SEG_BYTES, &bound);
+    pp__entry_t *fresh = pp__node_alloc_seg(pool, node->index, &bound);
     if (fresh == NULL)
         return NULL;
     pp__entry_t *expected = NULL;
     /* acq_rel: release publishes the zeroed segment to lookups; acquire (on
      * failure) gets the winner's segment. */
     if (!pp__atomic_cas_strong_acq_rel(&node->dir[s], &expected, fresh)) {
-        pp__node_free(pool, fresh, PP__SEG_BYTES);
+        pp__node_free_seg(fresh);
         return expected;
     }
     if (!bound)
@@ -128,9 +128,10 @@ static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *ma
     /* PP__SEG_SLOTS is a multiple of PP__SLOT_CHUNK: one segment. */
     pp__entry_t *base = &seg[start & (PP__SEG_SLOTS - 1)];
     for (uint32_t i = PP__SLOT_CHUNK; i-- > 0;) {
-        base[i].slot = start + i;
-        base[i].q.link.next = mag->head;
-        mag->head = &base[i].q.link;
+        pp__cold_t *c = pp__cold(&base[i]);
+        c->slot = start + i;
+        c->q.link.next = mag->head;
+        mag->head = &c->q.link;
     }
     return true;
 }
@@ -151,14 +152,14 @@ pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
     pp__entry_t *e = pp__entry_of_link(s);
     /* A slot handed out is free, in its node's range, in an existing segment. */
     PP__ASSERT(!(pp__atomic_load_relaxed(&e->pw) & PP__F_LIVE));
-    PP__ASSERT(e->slot < pp__atomic_load_relaxed(&node->put.next_slot));
-    PP__ASSERT(pp__lookup(pool, pp__ref_make(n, e->slot, 1)) == e);
+    PP__ASSERT(pp__cold(e)->slot < pp__atomic_load_relaxed(&node->put.next_slot));
+    PP__ASSERT(pp__lookup(pool, pp__ref_make(n, pp__cold(e)->slot, 1)) == e);
     return e;
 }
 
 void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e)
 {
-    ck_stack_push_upmc(&pool->nodes[n]->free_slots, &e->q.link);
+    ck_stack_push_upmc(&pool->nodes[n]->free_slots, &pp__cold(e)->q.link);
 }
 
 void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t)

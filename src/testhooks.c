@@ -19,11 +19,11 @@ int pp__debug_set_owners(pp_pool_t *pool, pp_ref_t ref, uint32_t owners)
     pp__entry_t *e = pool != NULL ? pp__lookup(pool, ref) : NULL;
     if (e == NULL || owners == 0)
         return PP_EINVAL;
-    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+    uint64_t ow = pp__atomic_load_relaxed(&pp__cold(e)->ow);
     do {
         if (pp__word_gen(ow) != pp_ref_gen(ref) || pp__ow_owners(ow) == 0)
             return PP_ESTALE;
-    } while (!pp__atomic_cas_weak_relaxed(&e->ow, &ow,
+    } while (!pp__atomic_cas_weak_relaxed(&pp__cold(e)->ow, &ow,
                                           ((uint64_t)pp_ref_gen(ref) << PP__GEN_SHIFT) | owners));
     return 0;
 }
@@ -35,12 +35,12 @@ int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out
         return PP_EINVAL;
     pp__hot_demote(pool, pp_ref_node(ref), e);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    uint64_t ow = pp__atomic_load_relaxed(&e->ow);
+    uint64_t ow = pp__atomic_load_relaxed(&pp__cold(e)->ow);
     if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) || (pw & PP__F_DEAD) ||
         pp__pw_pins(pw) != 0)
         return PP_ESTALE;
     uint64_t low = ((uint64_t)1 << PP__GEN_SHIFT) - 1;
-    pp__atomic_store_relaxed(&e->ow, (ow & low) | ((uint64_t)gen << PP__GEN_SHIFT));
+    pp__atomic_store_relaxed(&pp__cold(e)->ow, (ow & low) | ((uint64_t)gen << PP__GEN_SHIFT));
     /* release: as in pp_put, the new generation publishes the entry. */
     pp__atomic_store_release(&e->pw, (pw & low) | ((uint64_t)gen << PP__GEN_SHIFT));
     *out = pp__ref_make(pp_ref_node(ref), pp_ref_slot(ref), gen);
@@ -77,7 +77,7 @@ int pp__debug_swap_where(pp_pool_t *pool, pp_ref_t ref, uint64_t *off, uint64_t 
         return PP_ESTALE;
     if (!(pw & PP__F_SWAPPED))
         return PP_EAGAIN;
-    const pp__swaprec_t *rec = pp__swap_rec_find(pool->nodes[pp_ref_node(ref)], e->slot);
+    const pp__swaprec_t *rec = pp__swap_rec_find(pool->nodes[pp_ref_node(ref)], pp__cold(e)->slot);
     *off = rec->off;
     *len = rec->len;
     return 0;
@@ -108,4 +108,9 @@ void pp__test_point_run(enum pp__test_point where, void *arg)
     pp__test_point_fn fn = pp__atomic_load_acquire(&pp__test_point_fn_);
     if (fn != NULL)
         fn(where, arg, pp__atomic_load_relaxed(&pp__test_point_ctx));
+}
+
+uint32_t pp__table_seg_slots(void)
+{
+    return PP__SEG_SLOTS;
 }

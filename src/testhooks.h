@@ -13,6 +13,7 @@
 #include "internal.h"
 
 /* Allocations (alloc.c). */
+uint32_t pp__table_seg_slots(void);   /* slots per table segment (entry.h) */
 uint64_t pp__alloc_count(void);   /* pinpool's own allocations so far, all pools */
 /* The allocation n allocations from now fails (0: the next); n < 0: none
  * does. */

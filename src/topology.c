@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include "internal.h"
 
 static bool pp__looks_like_xml_path(const char *spec)
@@ -120,6 +122,47 @@ void pp__node_free(pp_pool_t *pool, void *p, size_t len)
 {
     if (p != NULL)
         hwloc_free(pool->topo, p, len);
+}
+
+/* A table segment (entry.h): PP__SEG_BYTES aligned to PP__SEG_BYTES, so
+ * records find each other by address, and one transparent huge page where
+ * the kernel has them (madvise mode is the Debian default): the TLB then
+ * covers 32768 entries with one entry, where 4 KiB pages needed 512 -- for
+ * random pins over a million entries the page walks, not the records,
+ * were most of a pin's time.  Bound to node n like pp__node_alloc's
+ * memory; untouched until the slots are handed out (a put writes them), and
+ * an mmap'd region is zero. */
+void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool *bound)
+{
+    const size_t len = PP__SEG_BYTES;
+    *bound = false;
+    if (!pp__alloc_note())
+        return NULL;   /* injected failure (tests) */
+    char *raw = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + len - 1) & ~(uintptr_t)(len - 1));
+    /* Keep the aligned part only: the head and tail go back at once. */
+    if (p > raw)
+        (void)munmap(raw, (size_t)(p - raw));
+    if (p + len < raw + 2 * len)
+        (void)munmap(p + len, (size_t)(raw + 2 * len - (p + len)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE);   /* advice only: 4 KiB pages work too */
+#endif
+    if (pool->thissystem) {
+        hwloc_obj_t obj = pp__numa_obj(pool, n);
+        *bound = hwloc_set_area_membind(pool->topo, p, len, obj->nodeset, HWLOC_MEMBIND_BIND,
+                                        HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_NOCPUBIND |
+                                            HWLOC_MEMBIND_STRICT) == 0;
+    }
+    return p;
+}
+
+void pp__node_free_seg(void *p)
+{
+    if (p != NULL)
+        (void)munmap(p, PP__SEG_BYTES);
 }
 
 bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu)

@@ -33,10 +33,7 @@
 /* ref = node:6 | slot:26 | gen:32 (see pp_ref_node/slot/gen in pinpool.h) */
 #define PP__SLOT_BITS   26u
 #define PP__MAX_SLOTS   ((uint32_t)1 << PP__SLOT_BITS)
-#define PP__SEG_SHIFT   13u                               /* 8192 entries, 512 KiB */
-#define PP__SEG_SLOTS   ((uint32_t)1 << PP__SEG_SHIFT)
-#define PP__SEG_MAX     (PP__MAX_SLOTS >> PP__SEG_SHIFT)  /* 8192 segments */
-#define PP__SEG_BYTES   ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
+#define PP__SEG_MAX     (PP__MAX_SLOTS >> PP__SEG_SHIFT)  /* 2048 segments (entry.h) */
 #define PP__SLOT_CHUNK  64u                               /* slots taken at once from the bump index */
 
 static inline pp_ref_t pp__ref_make(unsigned node, uint32_t slot, uint32_t gen)

@@ -95,7 +95,7 @@ Test(alloc, put_needing_a_segment_fails_cleanly, .timeout = 60)
     pp_options_t o = PP_OPTIONS_INIT;
     o.mem_limit = 1u << 30;                 /* the cap is released on failure too */
     pp_pool_t *pool = test_pool(&o);
-    enum { SEG = 8192 };                     /* slots per segment (table.c) */
+    const size_t SEG = pp__table_seg_slots();
     pp_ref_t *refs = calloc(SEG + 1, sizeof *refs);
     cr_assert_not_null(refs);
     for (size_t i = 0; i < SEG; i++) {       /* fills segment 0 of node 0 */

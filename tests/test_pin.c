@@ -791,9 +791,9 @@ Test(pin, hot_path_allocates_nothing, .timeout = 60)
     cr_assert_eq(pp__alloc_count(), before, "%" PRIu64 " allocation(s) on the hot path",
                  pp__alloc_count() - before);
 
-    /* pp_put allocates only when its node's table needs a new segment
-     * (every 8192 slots): 20000 puts, at most 3 segments. */
-    enum { PUTS = 20000 };
+    /* pp_put allocates only when its node's table needs a new segment:
+     * two and a half segments' worth of puts, at most 3 segments. */
+    const size_t PUTS = pp__table_seg_slots() * 5 / 2;
     pp_ref_t *many = calloc(PUTS, sizeof *many);
     cr_assert_not_null(many);
     before = pp__alloc_count();
@@ -803,7 +803,7 @@ Test(pin, hot_path_allocates_nothing, .timeout = 60)
         assert_rc(pp_put(pool, buf, 8, NULL, PP_ON_NODE(0), &many[i]), 0);
     }
     uint64_t put_allocs = pp__alloc_count() - before;
-    cr_assert_leq(put_allocs, 3, "%" PRIu64 " allocations for %d puts", put_allocs, PUTS);
+    cr_assert_leq(put_allocs, 3, "%" PRIu64 " allocations for %zu puts", put_allocs, PUTS);
     for (size_t i = 0; i < PUTS; i++)
         assert_rc(pp_release(pool, many[i]), 0);
     free(many);

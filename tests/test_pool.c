@@ -474,14 +474,14 @@ Test(pool, checker_finds_a_dead_entry_never_queued, .timeout = 30)
     cr_assert(pp__pool_is_valid(pool));
     pp__entry_t *e = pp__lookup(pool, r);
     cr_assert_not_null(e);
-    uint64_t pw = atomic_load(&e->pw), ow = atomic_load(&e->ow);
-    atomic_store(&e->ow, ow & ~PP__OWNERS_MASK);          /* owners 0 */
+    uint64_t pw = atomic_load(&e->pw), ow = atomic_load(&pp__cold(e)->ow);
+    atomic_store(&pp__cold(e)->ow, ow & ~PP__OWNERS_MASK);          /* owners 0 */
     atomic_store(&e->pw, pw | PP__F_DEAD);                /* dead, not queued */
     cr_assert_not(pp__pool_is_valid(pool));
     atomic_store(&e->pw, pw | PP__F_DEAD | 1u);           /* still pinned: legal */
     cr_assert(pp__pool_is_valid(pool));
     atomic_store(&e->pw, pw);
-    atomic_store(&e->ow, ow);
+    atomic_store(&pp__cold(e)->ow, ow);
     cr_assert(pp__pool_is_valid(pool));
     assert_rc(pp_release(pool, r), 0);
     test_drain(pool);

@@ -144,7 +144,7 @@ static void check_entries(thr_t *m, totals_t *T)
             pp__entry_t *pe = pp__lookup(g_pool, rec_ref(r));
             if (bad <= 10 && pe != NULL)
                 failf(m, "entry %" PRIu64 ": pool's words pw %#" PRIx64 " ow %#" PRIx64, k,
-                      (uint64_t)atomic_load(&pe->pw), (uint64_t)atomic_load(&pe->ow));
+                      (uint64_t)atomic_load(&pe->pw), (uint64_t)atomic_load(&pp__cold(pe)->ow));
             continue;
         }
         if (kind == KIND_SWAP && rf == 0)

@@ -2,8 +2,9 @@
  * table.c -- each node's table of entry slots.
  *
  * A table is a directory of PP__SEG_MAX segment pointers; a segment holds
- * PP__SEG_SLOTS entries and is allocated (on the node's memory) the first
- * time a slot in it is handed out.  Segments are installed with a CAS and
+ * PP__SEG_SLOTS entries, their hot records then their cold ones (entry.h),
+ * and is mapped (on the node's memory, 2 MiB aligned, huge pages advised:
+ * pp__node_alloc_seg) the first time a slot in it is handed out.  Segments are installed with a CAS and
  * never moved or freed while the pool lives, so the table grows without
  * stopping or even slowing readers: a lookup is two dependent loads, and a
  * lookup with any ref, stale or garbage, reads only memory that is valid.
@@ -19,8 +20,8 @@
  *
  * Space: a magazine keeps what one batch pop gave it until the thread puts
  * on that node again or exits, so a node's table holds at most its peak of
- * live entries plus the slots parked in magazines -- each 64 bytes, never
- * data.
+ * live entries plus the slots parked in magazines -- each 64 bytes (16 hot,
+ * 48 cold), never data.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 /* test_pin.c -- pin, unpin, pin_many, unpin_many, get, prefetch (src/pin.c). */
 #include "helpers.h"
 
+#include <string.h>
+
 static uint32_t pins_of(pp_pool_t *pool, pp_ref_t r)
 {
     return test_stat(pool, r).pins;
@@ -355,6 +357,91 @@ Test(pin, unpin_many_checks_first, .timeout = 30)
     test_stats(pool, &s);
     cr_assert_eq(s.total.pins, 2);
     cr_assert_eq(s.total.unpins, 2);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+static void no_free(void *data, size_t size, void *ctx)
+{
+    (void)data, (void)size, (void)ctx;   /* the fillers' data is static */
+}
+
+/* Batches are taken in chunks (16 records prefetched at a time, pin.c):
+ * across chunks the promises are the same -- all or none, the exact check
+ * before any unpin, and each ref validated against its own generation. */
+Test(pin, many_larger_than_a_chunk, .timeout = 30)
+{
+    enum { N = 41 };                        /* two full chunks and one more ref */
+    pp_pool_t *pool = test_pool(NULL);
+    unsigned nodes = test_nodes(pool);
+    ct_t *ct = ct_new(N + 2);
+    pp_ref_t v[N], refs[N];
+    for (int i = 0; i < N; i++)
+        v[i] = ct_put(pool, ct, i, 64, PP_ON_NODE(i % nodes));
+    pp_ref_t dead = ct_put(pool, ct, N, 64, 0);
+    assert_rc(pp_release(pool, dead), 0);
+    test_drain(pool);
+    /* Put until an entry takes the dead one's slot (once the thread's
+     * magazine is used up): the record prefetched for the stale ref then
+     * holds a live entry of another generation. */
+    enum { FILL = 4096 };
+    static char filler;
+    static const pp_type_t static_data = {.name = "static", .free = no_free};
+    pp_ref_t *fill = calloc(FILL, sizeof *fill);
+    cr_assert_not_null(fill);
+    pp_ref_t fresh = PP_REF_NONE;
+    size_t nfill = 0;
+    while (nfill < FILL) {
+        pp_ref_t r;
+        assert_rc(pp_put(pool, &filler, 0, &static_data, PP_ON_NODE(pp_ref_node(dead)), &r), 0);
+        if (pp_ref_node(r) == pp_ref_node(dead) && pp_ref_slot(r) == pp_ref_slot(dead)) {
+            fresh = r;
+            break;
+        }
+        fill[nfill++] = r;
+    }
+    cr_assert_neq(fresh, PP_REF_NONE, "the dead entry's slot was not reused in %d puts", FILL);
+
+    const int at[] = { 0, 15, 16, 31, 32, 40 };
+    for (size_t a = 0; a < sizeof at / sizeof at[0]; a++) {
+        memcpy(refs, v, sizeof refs);
+        refs[at[a]] = dead;
+        void *data[N] = {0};
+        assert_rc(pp_pin_many(pool, refs, N, 0, data), PP_ESTALE);
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(pins_of(pool, v[i]), 0, "stale at %d: ref %d pinned", at[a], i);
+        cr_assert_eq(pins_of(pool, fresh), 0, "stale at %d pinned the slot's new entry", at[a]);
+    }
+    void *data[N] = {0};
+    assert_rc(pp_pin_many(pool, v, N, 0, data), 0);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(pins_of(pool, v[i]), 1);
+        cr_assert(ct_check(data[i], i, 64), "data[%d]", i);
+    }
+    /* One ref, in the last chunk, twice: it holds one pin only. */
+    memcpy(refs, v, sizeof refs);
+    refs[3] = v[37];
+    assert_rc(pp_unpin_many(pool, refs, N), PP_ENOTPINNED);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
+    refs[3] = dead;
+    assert_rc(pp_unpin_many(pool, refs, N), PP_ESTALE);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
+    assert_rc(pp_unpin_many(pool, v, N), 0);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(pins_of(pool, v[i]), 0);
+
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, N);
+    cr_assert_eq(s.total.unpins, N);
+    assert_rc(pp_release(pool, fresh), 0);
+    for (int i = 0; i < N; i++)
+        assert_rc(pp_release(pool, v[i]), 0);
+    for (size_t i = 0; i < nfill; i++)
+        assert_rc(pp_release(pool, fill[i]), 0);
+    free(fill);
     test_destroy(pool);
     ct_delete(ct);
 }

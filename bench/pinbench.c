@@ -1,5 +1,5 @@
 /*
- * pinbench -- the cost of pinning data with pinpool, against five baselines,
+ * pinbench -- the cost of pinning data with pinpool, against six baselines,
  * over scenarios x implementations x thread counts (docs/performance.md).
  *
  * Machines here are shared and noisy, so an absolute time means little and
@@ -17,6 +17,12 @@
  *                 to the thread, no lookup: the physical limit of a counted pin
  *   naive-array   an array of atomic counters indexed by entry: no validation
  *                 of the index, no reclamation -- the cost of doing it unsafely
+ *   cas-floor     16-byte records {word, data} laid out as the pool's hot state
+ *                 (2 MiB aligned, huge pages advised): a pin checks the ref's
+ *                 slot, generation and LIVE bit and CASes the count up, then
+ *                 returns the data pointer; a task prefetches its 4 records
+ *                 first -- the floor of any validated pin, with no flags,
+ *                 statistics or reclamation
  *   mutex-dict    one pthread mutex around a hash map (ck_ht) of refcounted
  *                 entries, locked for every pin and every unpin: how MemPool.jl's
  *                 datastore works
@@ -64,11 +70,13 @@
  * column per thread count: Mops/s, all threads together, and in parentheses
  * ns per op per thread (threads x seconds / ops; with more threads than
  * CPUs it includes the time a thread waits for a CPU).  "-" marks a cell
- * that does not apply (churn of atomic-limit and naive-array, which cannot
- * create or reclaim).  Then the ratios the project tracks, each with its
- * target, and the reclaim figures: the lag from the final unpin to the free
- * call, what a final unpin costs against an ordinary one, and the memory
- * each entry costs.  --csv writes the same machine lines as comments
+ * that does not apply (churn of atomic-limit, naive-array and cas-floor,
+ * which cannot create or reclaim).  Then the ratios the project tracks, each
+ * with its target; then, informational, a pin's cost split in two at
+ * cas-floor (cas-floor / naive-array: what validation and a data pointer
+ * cost any pin; pinpool / cas-floor: what pinpool adds); and the reclaim
+ * figures: the lag from the final unpin to the free call, what a final
+ * unpin costs against an ordinary one, and the memory each entry costs.  --csv writes the same machine lines as comments
  * ("# key: value", before the header; readers skip lines starting with
  * '#'), then one line per (scenario, impl, threads); --plot draws
  * throughput against threads, one panel per scenario.
@@ -231,7 +239,8 @@ static const pb_impl_t *const impls[] = {
 #else
     &pb_impl_pinpool, &pb_impl_pinpool_qsbr,
 #endif
-    &pb_impl_atomic_limit, &pb_impl_naive_array, &pb_impl_mutex_dict, &pb_impl_urcu_lfht,
+    &pb_impl_atomic_limit, &pb_impl_naive_array, &pb_impl_cas_floor, &pb_impl_mutex_dict,
+    &pb_impl_urcu_lfht,
 };
 #define NIMPL (sizeof impls / sizeof impls[0])
 

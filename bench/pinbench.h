@@ -10,6 +10,7 @@
  *                       pinpool-old and pinpool-qsbr-old: the same file compiled
  *                       a second time against an older library, PB_OLD=1)
  *   pinbench_atomic.c   atomic-limit and naive-array
+ *   pinbench_floor.c    cas-floor (the floor of a validated pin with a data pointer)
  *   pinbench_mutex.c    mutex-dict (a pthread mutex around a ck_ht)
  *   pinbench_urcu.c     urcu-lfht (liburcu's cds_lfht + an atomic refcount)
  *   machine.c           where it ran (shared with swapbench, machine.h)
@@ -92,6 +93,7 @@ extern const pb_impl_t pb_impl_pinpool;
 extern const pb_impl_t pb_impl_pinpool_qsbr;
 extern const pb_impl_t pb_impl_atomic_limit;
 extern const pb_impl_t pb_impl_naive_array;
+extern const pb_impl_t pb_impl_cas_floor;
 extern const pb_impl_t pb_impl_mutex_dict;
 extern const pb_impl_t pb_impl_urcu_lfht;
 /* Only with PINBENCH_HAVE_OLD (bench/sidebyside, PINBENCH_OLD_LIB): the
@@ -151,7 +153,9 @@ static inline pb_result_t *pb_cell(const pb_results_t *r, unsigned s, unsigned i
 
 /* pinbench_report.c */
 void pb_print_table(const pb_results_t *r, unsigned s);     /* one scenario, stdout */
-void pb_print_ratios(const pb_results_t *r);                /* the project's targets */
+/* The project's targets; then, informational, a pin's cost split at
+ * cas-floor (cas-floor / naive-array, pinpool / cas-floor). */
+void pb_print_ratios(const pb_results_t *r);
 /* For every implementation X-old run beside X (bench/sidebyside): X / X-old,
  * Mops/s, per cell, their geometric mean and the cells outside 0.9-1.1. */
 void pb_print_old_ratios(const pb_results_t *r);

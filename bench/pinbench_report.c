@@ -112,6 +112,51 @@ static const char *threads_word(unsigned n)
     return n == 1 ? "thread" : "threads";
 }
 
+/*
+ * A pin's cost split in two at cas-floor, the floor of any validated pin
+ * with a data pointer (pinbench_floor.c): cas-floor / naive-array is what
+ * validating a ref and going through its record to the data cost in
+ * themselves, which no validated pin avoids; pinpool / cas-floor is what
+ * pinpool adds above that.  Informational, no targets.  Both are ratios of
+ * time per op, "x slower": of ns per op in the 1-thread cells, of the
+ * inverse of Mops/s in the 2-thread one (the same thing at equal threads).
+ */
+static const struct {
+    const char *scen;
+    unsigned threads;
+    int metric;
+} splits[] = {
+    { "hot", 1, NS }, { "uniform", 1, NS }, { "uniform-10m", 1, NS }, { "task", 2, MOPS },
+};
+
+static void print_split(const pb_results_t *r)
+{
+    static const char *const pair[2][2] = { { "cas-floor", "naive-array" },
+                                            { "pinpool", "cas-floor" } };
+    static const char *const why[2] = { "validation + data pointer: any validated pin's",
+                                        "pinpool's own overhead" };
+    int printed = 0;
+    for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+        for (unsigned j = 0; j < 2; j++) {
+            const pb_result_t *a = find(r, splits[k].scen, pair[j][0], splits[k].threads);
+            const pb_result_t *b = find(r, splits[k].scen, pair[j][1], splits[k].threads);
+            if (a == NULL || b == NULL)
+                continue;                /* its cells were not run */
+            if (!printed++)
+                printf("\nwhat a pin costs, split (this run; informational, no targets):\n");
+            double v = splits[k].metric == NS ? a->ns_per_op / b->ns_per_op : b->mops / a->mops;
+            char label[160];
+            snprintf(label, sizeof label, "%s %u %s: %s / %s, %s", splits[k].scen,
+                     splits[k].threads, threads_word(splits[k].threads), pair[j][0],
+                     pair[j][1], splits[k].metric == NS ? "ns per op" : "inverse Mops/s");
+            /* "slower" whatever the value, so that every line reads the
+             * same way; one below 1 says so. */
+            printf("  %-58s = %6.2fx slower%s  (%s)\n", label, v, v < 1 ? " (< 1: faster)" : "",
+                   why[j]);
+        }
+    }
+}
+
 void pb_print_ratios(const pb_results_t *r)
 {
     int printed = 0;
@@ -137,6 +182,7 @@ void pb_print_ratios(const pb_results_t *r)
         printf("  %-58s = %6.2f  (target %s %.1f: %s)\n", label, v,
                q->sense == AT_MOST ? "<=" : ">=", q->target, met ? "met" : "NOT met");
     }
+    print_split(r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -348,11 +394,12 @@ int pb_gnuplot_found(void)
  * implementation; the data go inline as gnuplot datablocks. */
 void pb_plot(const pb_results_t *r, const char *path)
 {
-    /* The first six for the default implementations; a bench/sidebyside
-     * build has eight (its impls[] order, pinbench.c). */
+    /* The first seven for the default implementations (cas-floor's the
+     * fifth, so that the others keep their colours); a bench/sidebyside
+     * build has nine (its impls[] order, pinbench.c). */
     static const char *const colors[] = { "#7b2cbf", "#2a9d8f", "#8d99ae",
-                                           "#e76f51", "#d62828", "#1d4ed8",
-                                           "#f4a261", "#111111" };
+                                           "#e76f51", "#e9c46a", "#d62828",
+                                           "#1d4ed8", "#f4a261", "#111111" };
     if (strpbrk(path, "'\"\n\\") != NULL)
         pb_die("--plot: the file name may not contain quotes, backslashes or newlines");
     if (!pb_gnuplot_found())

@@ -220,8 +220,9 @@
  *  one compare-and-swap each that validates the ref's generation, plus a
  *  counter of the calling thread's own; hot records are four to a cache
  *  line, so a million entries' hot state is 16 MB.  Tables grow in 2 MiB
- *  segments of 32768 entries, each with transparent huge pages advised (one
- *  TLB entry for 32768 entries where the system has huge pages).
+ *  segments of 32768 entries; from a node's fifth segment on (tables of
+ *  more than 131072 entries), each has transparent huge pages advised: one
+ *  TLB entry for 32768 entries where the system has huge pages.
  *  pp_pin_many and pp_unpin_many find and prefetch every record of a batch
  *  before the first compare-and-swap, so their cache misses overlap, and
  *  pp_pin_many prefetches the first line of each entry's data.

@@ -69,8 +69,9 @@ void pp__topology_free(pp_pool_t *pool);
 void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound);
 void pp__node_free(pp_pool_t *pool, void *p, size_t len);
 /* A table segment of node n: PP__SEG_BYTES, zero, aligned to its size,
- * huge pages advised (entry.h, table.c); pp__node_free_seg unmaps it. */
-void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool *bound);
+ * huge pages advised if huge (entry.h, table.c); pp__node_free_seg unmaps
+ * it. */
+void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool huge, bool *bound);
 void pp__node_free_seg(void *p);
 /* Binds the calling thread to node n's CPUs, or (one_cpu) to the last of
  * them this process may run on; false where impossible. */

@@ -256,8 +256,8 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                      pp__pw_pins(pw) == PP_MAX_PINS || PP__YIELD_ON(PIN)))
         goto full;
     /* Counted before the CAS, taken back if it fails: after it, the load
-     * and store of the counter wait for the locked instruction, and cost a
-     * third of a pin whose entry is not in cache (PP__COUNT_EARLY). */
+     * and store of the counter would wait for the locked instruction to
+     * complete (docs/design.md, "The fast path"). */
     _Atomic uint64_t *count = &t->count[pp_ref_node(ref)].pins;
     pp__counter_add(count, 1);
     /* Only PP_PIN_WRITE of the pin flags changes the word here. */

@@ -3,8 +3,9 @@
  *
  * A table is a directory of PP__SEG_MAX segment pointers; a segment holds
  * PP__SEG_SLOTS entries, their hot records then their cold ones (entry.h),
- * and is mapped (on the node's memory, 2 MiB aligned, huge pages advised:
- * pp__node_alloc_seg) the first time a slot in it is handed out.  Segments are installed with a CAS and
+ * and is mapped (on the node's memory, 2 MiB aligned, huge pages advised
+ * from the fifth on: pp__node_alloc_seg) the first time a slot in it is
+ * handed out.  Segments are installed with a CAS and
  * never moved or freed while the pool lives, so the table grows without
  * stopping or even slowing readers: a lookup is two dependent loads, and a
  * lookup with any ref, stale or garbage, reads only memory that is valid.
@@ -89,6 +90,13 @@ static bool pp__advseg_get(pp__node_t *node, uint32_t s)
     return true;
 }
 
+/* Segments from this one on get huge pages (pp__node_alloc_seg).  A
+ * table's first four, 8 MiB, fit a 2048-entry TLB in 4 KiB pages anyway,
+ * while a huge page's first touch zeroes 2 MiB at once, in the put that
+ * takes its first slot, and may have the kernel compact memory: small
+ * pools, of which a process may have many, are spared that. */
+#define PP__SEG_HUGE_FROM 4u
+
 /* Makes sure segment s of node exists. */
 static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
 {
@@ -99,7 +107,7 @@ static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t 
     if (!pp__advseg_get(node, s))
         return NULL;
     bool bound;
-    pp__entry_t *fresh = pp__node_alloc_seg(pool, node->index, &bound);
+    pp__entry_t *fresh = pp__node_alloc_seg(pool, node->index, s >= PP__SEG_HUGE_FROM, &bound);
     if (fresh == NULL)
         return NULL;
     pp__entry_t *expected = NULL;
@@ -151,6 +159,13 @@ pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
     ck_stack_entry_t *s = mag->head;
     mag->head = s->next;
     pp__entry_t *e = pp__entry_of_link(s);
+    /* The next put's records come in meanwhile: its cold record (the next
+     * link is in it) and its hot one, both last written by the reclaimer,
+     * often on another CPU. */
+    if (mag->head != NULL) {
+        __builtin_prefetch(mag->head, 1, 3);
+        __builtin_prefetch(pp__entry_of_link(mag->head), 1, 3);
+    }
     /* A slot handed out is free, in its node's range, in an existing segment. */
     PP__ASSERT(!(pp__atomic_load_relaxed(&e->pw) & PP__F_LIVE));
     PP__ASSERT(pp__cold(e)->slot < pp__atomic_load_relaxed(&node->put.next_slot));

@@ -125,14 +125,12 @@ void pp__node_free(pp_pool_t *pool, void *p, size_t len)
 }
 
 /* A table segment (entry.h): PP__SEG_BYTES aligned to PP__SEG_BYTES, so
- * records find each other by address, and one transparent huge page where
- * the kernel has them (madvise mode is the Debian default): the TLB then
- * covers 32768 entries with one entry, where 4 KiB pages needed 512 -- for
- * random pins over a million entries the page walks, not the records,
- * were most of a pin's time.  Bound to node n like pp__node_alloc's
- * memory; untouched until the slots are handed out (a put writes them), and
- * an mmap'd region is zero. */
-void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool *bound)
+ * records find each other by address.  huge: advise transparent huge pages
+ * (madvise mode is the Debian default), one TLB entry for its 32768
+ * entries where 4 KiB pages need 512.  Bound to node n like
+ * pp__node_alloc's memory; untouched until the slots are handed out (a put
+ * writes them), and an mmap'd region is zero. */
+void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool huge, bool *bound)
 {
     const size_t len = PP__SEG_BYTES;
     *bound = false;
@@ -148,7 +146,10 @@ void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool *bound)
     if (p + len < raw + 2 * len)
         (void)munmap(p + len, (size_t)(raw + 2 * len - (p + len)));
 #ifdef MADV_HUGEPAGE
-    (void)madvise(p, len, MADV_HUGEPAGE);   /* advice only: 4 KiB pages work too */
+    if (huge)
+        (void)madvise(p, len, MADV_HUGEPAGE);   /* advice only: 4 KiB pages work too */
+#else
+    (void)huge;
 #endif
     if (pool->thissystem) {
         hwloc_obj_t obj = pp__numa_obj(pool, n);

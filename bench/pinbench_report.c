@@ -78,13 +78,15 @@ typedef struct pb_ratio {
 /* The project's targets (docs/performance.md). */
 static const pb_ratio_t ratios[] = {
     { "hot",         "pinpool",      1, "atomic-limit", 1, NS,   AT_MOST,  1.5 },
+    { "hot",         "pinpool",      2, "atomic-limit", 2, MOPS, AT_LEAST, 0.8 },
     { "hot",         "pinpool",      2, "naive-array",  2, MOPS, AT_LEAST, 3.0 },
     { "hot",         "pinpool",      8, "pinpool",      2, MOPS, AT_LEAST, 0.8 },
-    { "uniform",     "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  1.3 },
+    { "uniform",     "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  2.0 },
     { "uniform-10k", "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  1.3 },
-    { "uniform-10m", "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  1.3 },
-    { "uniform",     "pinpool",      2, "mutex-dict",   2, MOPS, AT_LEAST, 5.0 },
-    { "uniform",     "pinpool",      2, "urcu-lfht",    2, MOPS, AT_LEAST, 1.5 },
+    { "uniform-10m", "pinpool",      1, "naive-array",  1, NS,   AT_MOST,  2.0 },
+    { "uniform",     "pinpool",      2, "mutex-dict",   2, MOPS, AT_LEAST, 20.0 },
+    { "uniform",     "pinpool",      2, "urcu-lfht",    2, MOPS, AT_LEAST, 4.0 },
+    { "task",        "pinpool",      2, "naive-array",  2, MOPS, AT_LEAST, 0.67 },
     { "task",        "pinpool-qsbr", 2, "pinpool",      2, MOPS, AT_LEAST, 1.0 },
     { "task",        "pinpool",      2, "urcu-lfht",    2, MOPS, AT_LEAST, 1.5 },
     { "churn",       "pinpool",      2, "mutex-dict",   2, MOPS, AT_LEAST, 2.0 },
@@ -179,7 +181,7 @@ void pb_print_ratios(const pb_results_t *r)
             snprintf(label, sizeof label, "%s %u %s: %s / %s, %s", q->scen, q->a_threads,
                      threads_word(q->a_threads), q->a_impl, q->b_impl,
                      q->metric == NS ? "ns per op" : "Mops/s");
-        printf("  %-58s = %6.2f  (target %s %.1f: %s)\n", label, v,
+        printf("  %-58s = %6.2f  (target %s %.4g: %s)\n", label, v,
                q->sense == AT_MOST ? "<=" : ">=", q->target, met ? "met" : "NOT met");
     }
     print_split(r);

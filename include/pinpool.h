@@ -473,8 +473,8 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * backlog is below its wait mark.  Otherwise it waits (see "Overload"):
  * for the reclaimer to bring the backlog under the mark, then, with swap,
  * for the swap threads to evict.  Once per 64 puts on a node it
- * may take slots from a fresh table segment, and once per 8192 slots it
- * allocates that segment (hwloc/mmap, bound to the node). */
+ * may take slots from a fresh table segment, and once per 32768 slots it
+ * maps that segment (mmap, bound to the node; see "What a pin touches"). */
 PP_API int pp_put(pp_pool_t *pool, void *data, size_t size,
                   const pp_type_t *type, unsigned flags, pp_ref_t *out);
 

@@ -647,12 +647,15 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
     pp__entry_t *e[PP__BATCH];
     for (size_t base = 0; base < n; base += PP__BATCH) {
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
-        size_t bad;
-        if (!pp__batch_find(pool, refs + base, m, e, &bad))
-            return PP_ESTALE;
-        int rc = pp__unpin_many_chunk(pool, refs, n, base, m, e);
+        size_t bad = m;
+        bool found = pp__batch_find(pool, refs + base, m, e, &bad);
+        /* The refs before one that names no slot are checked first: the
+         * error returned is the first failing ref's, in order. */
+        int rc = pp__unpin_many_chunk(pool, refs, n, base, found ? m : bad, e);
         if (rc != 0)
             return rc;
+        if (!found)
+            return PP_ESTALE;
     }
     int first_err = 0;
     for (size_t base = 0; base < n; base += PP__BATCH) {

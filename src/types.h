@@ -263,13 +263,14 @@ typedef struct pp__node {
 typedef struct pp__pinrec pp__pinrec_t;  /* track.c */
 
 struct pp_pool {
+    /* What every pin and unpin reads, on one cache line: */
     uint64_t serial;                     /* unique per pool instance */
     unsigned nnodes;
+    bool track;
     /* dir[n] is nodes[n]->dir, kept here so a lookup is two dependent
      * loads (directory, segment) before the entry, not three. */
     pp__entry_t *_Atomic *dir[PP_MAX_NODES];
     pp__node_t *nodes[PP_MAX_NODES];
-    bool track;
     size_t mem_limit;
     /* The reclaim backlog (backlog.c): its bound per node and the mark at
      * which puts wait (UINT64_MAX both: no bound).  Read by every put. */

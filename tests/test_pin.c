@@ -428,6 +428,13 @@ Test(pin, many_larger_than_a_chunk, .timeout = 30)
     assert_rc(pp_unpin_many(pool, refs, N), PP_ESTALE);
     for (int i = 0; i < N; i++)
         cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
+    /* The first failing ref's error, in order: an unpinned live entry
+     * before a ref that names no slot at all. */
+    refs[2] = fresh;
+    refs[3] = 0xdeadbeefcafef00dull;
+    assert_rc(pp_unpin_many(pool, refs, N), PP_ENOTPINNED);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
     assert_rc(pp_unpin_many(pool, v, N), 0);
     for (int i = 0; i < N; i++)
         cr_assert_eq(pins_of(pool, v[i]), 0);

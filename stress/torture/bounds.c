@@ -57,8 +57,10 @@
  * peaks of 16 arenas do not add up to the peak of their sum exactly
  * (ALLOW_FRAG_PCT of the data terms, and ALLOW_PER_THREAD per thread: its
  * arena's top and tcache, its stack's pages below the gate's depth);
- * table segments are allocated 8192 slots (512 KiB) at a time per node,
- * and slots parked in threads' magazines are not reused by other threads
+ * table segments are mapped 32768 slots (2 MiB) at a time per node, their
+ * pages touched as slots are handed out (huge pages, 2 MiB at a touch,
+ * only from a node's fifth segment on, past what these runs use), and
+ * slots parked in threads' magazines are not reused by other threads
  * (ALLOW_PER_NODE); with swap, the swap and read-helper threads' buffers
  * (a chunk being written, LZ4 buffers; ALLOW_SWAP_PER_NODE); and
  * ALLOW_FIXED for the rest (stdio, the first use of code and libraries'

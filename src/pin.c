@@ -255,9 +255,9 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                          (PP__F_LIVE | PP__F_RESIDENT) ||
                      pp__pw_pins(pw) == PP_MAX_PINS || PP__YIELD_ON(PIN)))
         goto full;
-    /* Counted before the CAS, taken back if it fails: after it, the load
-     * and store of the counter would wait for the locked instruction to
-     * complete (docs/design.md, "The fast path"). */
+    /* Counted before the CAS, taken back if it fails (docs/design.md,
+     * "The fast path"): the counter's load and store need not wait for
+     * the locked instruction. */
     _Atomic uint64_t *count = &t->count[pp_ref_node(ref)].pins;
     pp__counter_add(count, 1);
     /* Only PP_PIN_WRITE of the pin flags changes the word here. */

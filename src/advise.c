@@ -127,7 +127,7 @@ int pp_advise(pp_pool_t *pool, pp_ref_t ref, unsigned advice)
     if (!pool->swap)
         return 0;                        /* nothing is ever evicted */
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
-    uint32_t slot = pp_ref_slot(ref);    /* the ref's, not pp__cold(e)->slot: no ordering needed */
+    uint32_t slot = pp_ref_slot(ref);    /* the ref's, not the cold record's: no ordering needed */
     pp__advseg_t *seg = pp__advseg(node, slot);
     PP__CHECK(seg != NULL);              /* installed before the entry's segment */
     /* relaxed: a hint for the swap thread, tagged with the generation. */

@@ -185,8 +185,9 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     int rc = write ? pp__swap_save(pool, node, e, claimed) : 0;
     if (rc == 0) {
         void *data = e->data;
-        size_t size = pp__cold(e)->size;
-        const pp_type_t *type = pp__cold(e)->type;
+        pp__cold_t *c = pp__cold(e);
+        size_t size = c->size;
+        const pp_type_t *type = c->type;
         uint64_t expect = claimed;
         uint64_t done = (claimed & ~(PP__F_EVICTING | PP__F_RESIDENT)) | PP__F_SWAPPED;
         /* Counted before the commit: once it is made, the entry may die

@@ -51,16 +51,17 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     PP__CHECK(!(pw & PP__F_LIVE) && pp__word_gen(pw) != UINT32_MAX);
     uint32_t gen = pp__word_gen(pw) + 1;
     e->data = data;
-    pp__cold(e)->size = size;
-    pp__cold(e)->type = type;
-    pp__atomic_store_relaxed(&pp__cold(e)->ow, ((uint64_t)gen << PP__GEN_SHIFT) | 1u);
+    pp__cold_t *c = pp__cold(e);
+    c->size = size;
+    c->type = type;
+    pp__atomic_store_relaxed(&c->ow, ((uint64_t)gen << PP__GEN_SHIFT) | 1u);
     /* release: data, size, type and ow are visible to any thread whose
      * acquire of pw sees this generation (pin, get, stat). */
     pp__atomic_store_release(&e->pw, ((uint64_t)gen << PP__GEN_SHIFT) |
                                          PP__F_LIVE | PP__F_RESIDENT | noswap);
     pp__atomic_add_relaxed(&pool->nodes[n]->put.resident_bytes, size);
     pp__counter_add(&t->count[n].puts, 1);
-    *out = pp__ref_make(n, pp__cold(e)->slot, gen);
+    *out = pp__ref_make(n, c->slot, gen);
     return 0;
 }
 
@@ -72,7 +73,8 @@ int pp_retain(pp_pool_t *pool, pp_ref_t ref)
     if (rc != 0)
         return rc;
     uint32_t gen = pp_ref_gen(ref);
-    uint64_t ow = pp__atomic_load_relaxed(&pp__cold(e)->ow);
+    pp__cold_t *c = pp__cold(e);
+    uint64_t ow = pp__atomic_load_relaxed(&c->ow);
     do {
         if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
             return PP_ESTALE;
@@ -80,7 +82,7 @@ int pp_retain(pp_pool_t *pool, pp_ref_t ref)
             return PP_EOVERFLOW;
         /* relaxed: a new owner publishes nothing; the caller already holds
          * an owner or a pin that keeps the entry alive. */
-    } while (!pp__atomic_cas_weak_relaxed(&pp__cold(e)->ow, &ow, ow + 1));
+    } while (!pp__atomic_cas_weak_relaxed(&c->ow, &ow, ow + 1));
     pp__counter_add(&t->count[pp_ref_node(ref)].retains, 1);
     return 0;
 }
@@ -128,7 +130,8 @@ int pp_release(pp_pool_t *pool, pp_ref_t ref)
     if (rc != 0)
         return rc;
     uint32_t gen = pp_ref_gen(ref);
-    uint64_t ow = pp__atomic_load_relaxed(&pp__cold(e)->ow);
+    pp__cold_t *c = pp__cold(e);
+    uint64_t ow = pp__atomic_load_relaxed(&c->ow);
     do {
         if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
             return PP_ESTALE;
@@ -136,7 +139,7 @@ int pp_release(pp_pool_t *pool, pp_ref_t ref)
         /* acq_rel: release orders this owner's writes before the death of
          * the entry; acquire lets the last releaser carry every owner's
          * writes on to the reclaimer. */
-    } while (!pp__atomic_cas_weak_acq_rel(&pp__cold(e)->ow, &ow, ow - 1));
+    } while (!pp__atomic_cas_weak_acq_rel(&c->ow, &ow, ow - 1));
     unsigned n = pp_ref_node(ref);
     pp__counter_add(&t->count[n].releases, 1);
     if (pp__ow_owners(ow) == 1)

@@ -255,21 +255,15 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                          (PP__F_LIVE | PP__F_RESIDENT) ||
                      pp__pw_pins(pw) == PP_MAX_PINS || PP__YIELD_ON(PIN)))
         goto full;
-    /* Counted before the CAS, taken back if it fails (docs/design.md,
-     * "The fast path"): the counter's load and store need not wait for
-     * the locked instruction. */
-    _Atomic uint64_t *count = &t->count[pp_ref_node(ref)].pins;
-    pp__counter_add(count, 1);
     /* Only PP_PIN_WRITE of the pin flags changes the word here. */
     uint64_t bits = pp__pin_bits(flags & PP_PIN_WRITE);
     /* acquire: as in pp__pin_on_word.  One try: a failed CAS (contention)
      * goes the full way, which counts failures and may make the entry hot. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, pp__pin_word(pw, bits)))) {
-        pp__counter_add(count, (uint64_t)-1);
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, pp__pin_word(pw, bits))))
         return pp__pin_full(pool, ref, flags, data, file, line, 1);
-    }
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
+    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     return 0;
 full:
     return pp__pin_full(pool, ref, flags, data, file, line, 0);
@@ -415,14 +409,10 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
         goto full;
     if (PP__UNLIKELY(pw & PP__F_DEAD))
         return pp__unpin_dead(pool, e, ref, t, true);
-    /* Counted before the CAS, as in pp_pin_loc. */
-    _Atomic uint64_t *count = &t->count[pp_ref_node(ref)].unpins;
-    pp__counter_add(count, 1);
     /* acq_rel: as in pp__unpin_any. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw)))) {
-        pp__counter_add(count, (uint64_t)-1);
+    if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw))))
         goto full;
-    }
+    pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
     return 0;
 full:
     return pp__unpin_full(pool, ref);
@@ -661,9 +651,8 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
     for (size_t base = 0; base < n; base += PP__BATCH) {
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
         size_t bad;
-        /* A batch larger than one chunk finds its records again. */
-        if (base != 0 || m != n)
-            PP__CHECK(pp__batch_find(pool, refs + base, m, e, &bad));
+        /* Found again (the check found them all): in cache now. */
+        PP__CHECK(pp__batch_find(pool, refs + base, m, e, &bad));
         for (size_t i = 0; i < m; i++) {
             /* Can fail only if another thread unpins our pins concurrently. */
             int rc = pp__unpin_any(pool, e[i], refs[base + i], t, true);

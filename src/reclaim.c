@@ -115,23 +115,24 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
      * unpin.  The first of every PP__LAG_SAMPLE entries this thread queues
      * for node n carries its time. */
     uint64_t seq = pp__atomic_load_relaxed(&t->count[n].queued);
-    pp__cold(e)->queued_us = PP__LAG_NONE;
+    pp__cold_t *c = pp__cold(e);
+    c->queued_us = PP__LAG_NONE;
     if (seq % PP__LAG_SAMPLE == 0) {
         uint32_t us = (uint32_t)(pp__now_ns() / 1000u);
-        pp__cold(e)->queued_us = us == PP__LAG_NONE ? us - 1 : us;
+        c->queued_us = us == PP__LAG_NONE ? us - 1 : us;
     }
     pp__counter_add(&t->count[n].queued, 1);
     pp__backlog_add(node, pp__backlog_charge(e, pp__atomic_load_relaxed(&e->pw)));
     /* With swap, a put or load short of room waits for these bytes instead
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
-        pp__atomic_add_relaxed(&node->prod.dying_bytes, pp__cold(e)->size);
+        pp__atomic_add_relaxed(&node->prod.dying_bytes, c->size);
     /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
      * entry to the reclaimer's batch pop.  After it, this thread must not
      * touch e: the reclaimer may already be freeing it.  The queue is the
      * thread's own: no other thread pushes to it. */
-    ck_stack_push_upmc(&t->rq[n].s, &pp__cold(e)->q.link);
+    ck_stack_push_upmc(&t->rq[n].s, &c->q.link);
     /* Orders the push's CAS before the read of `sleeping`, against the
      * reclaimer's store of `sleeping` before its last look at the queues
      * (pp__reclaimer_wait): either it sees our entry, or we see it about
@@ -266,8 +267,9 @@ static void pp__epoch_cb(ck_epoch_entry_t *ee)
 {
     pp__entry_t *e = pp__entry_of_epoch(ee);
     /* q.epoch is dead from here on; reuse q.link for the ready list. */
-    pp__cold(e)->q.link.next = pp__ready_sink->head;
-    pp__ready_sink->head = &pp__cold(e)->q.link;
+    pp__cold_t *c = pp__cold(e);
+    c->q.link.next = pp__ready_sink->head;
+    pp__ready_sink->head = &c->q.link;
 }
 
 static void pp__epoch_batch_cb(ck_epoch_entry_t *ee)
@@ -293,17 +295,18 @@ static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
 static uint64_t pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
                                     uint64_t pw)
 {
-    const pp_type_t *type = pp__cold(e)->type;
+    pp__cold_t *c = pp__cold(e);
+    const pp_type_t *type = c->type;
     uint64_t resident = 0;
     if (pw & PP__F_RESIDENT) {
         if (type != NULL && type->free != NULL)
-            type->free(e->data, pp__cold(e)->size, type->ctx);
+            type->free(e->data, c->size, type->ctx);
         else
             free(e->data);
-        resident = pp__cold(e)->size;
-        pp__mem_unreserve(pool, pp__cold(e)->size);
+        resident = c->size;
+        pp__mem_unreserve(pool, c->size);
     } else {
-        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, pp__cold(e)->size);
+        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, c->size);
     }
     if (pw & PP__F_SWAPPED)
         pp__swap_drop(pool, node, e);
@@ -353,8 +356,9 @@ static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint32_t gen = pp__word_gen(pw);
     e->data = NULL;
-    pp__cold(e)->type = NULL;
-    pp__cold(e)->size = 0;
+    pp__cold_t *c = pp__cold(e);
+    c->type = NULL;
+    c->size = 0;
     /* release: the free and these resets happen before anything that later
      * acquires this word (debug scans); a later putter gets the slot through
      * the free-slot stack, whose push orders them as well. */
@@ -374,8 +378,9 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     PP__CHECK((pw & (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED | PP__F_BUSY)) ==
                   (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
               pp__pw_pins(pw) == 0);
-    uint32_t now_us = pp__cold(e)->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
-    size_t size = pp__cold(e)->size;
+    pp__cold_t *c = pp__cold(e);
+    uint32_t now_us = c->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
+    size_t size = c->size;
     uint64_t charge = pp__backlog_charge(e, pw);
     PP__YIELD(RECLAIM);
     uint64_t resident = pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
@@ -386,8 +391,8 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         if (pp__atomic_load_relaxed(&pool->room_want) != 0)
             ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
     }
-    if (pp__cold(e)->queued_us != PP__LAG_NONE)
-        pp__lag_record(node, (uint64_t)(uint32_t)(now_us - pp__cold(e)->queued_us) * 1000u);
+    if (c->queued_us != PP__LAG_NONE)
+        pp__lag_record(node, (uint64_t)(uint32_t)(now_us - c->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
     pp__slot_recycle(pool, node, e);
     pp__freed.n++;

@@ -71,10 +71,11 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
     if (pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) || (pw & PP__F_QUEUED)) {
         rc = PP_ESTALE;
     } else {
-        uint64_t ow = pp__atomic_load_relaxed(&pp__cold(e)->ow);
+        pp__cold_t *c = pp__cold(e);
+        uint64_t ow = pp__atomic_load_relaxed(&c->ow);
         memset(out, 0, sizeof *out);
-        out->size = pp__cold(e)->size;
-        out->type = pp__cold(e)->type;
+        out->size = c->size;
+        out->type = c->type;
         out->node = pp_ref_node(ref);
         out->pins = pp__hot_pins(pool, pp_ref_node(ref), e, pw);
         out->owners = pp__word_gen(ow) == pp_ref_gen(ref) ? pp__ow_owners(ow) : 0;

@@ -539,15 +539,16 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
      * with SWAPPED clear, the entry resident -- on its own node. */
     PP__ASSERT((claimed & (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING | PP__F_SWAPPED)) ==
                (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING));
-    PP__ASSERT(pool->nodes[node->index] == node && pp__cold(e)->slot < PP__MAX_SLOTS);
-    pp__swaprec_t *rec = pp__rec(node, pp__cold(e)->slot, true);
+    pp__cold_t *c = pp__cold(e);
+    PP__ASSERT(pool->nodes[node->index] == node && c->slot < PP__MAX_SLOTS);
+    pp__swaprec_t *rec = pp__rec(node, c->slot, true);
     if (rec == NULL)
         return PP_ENOMEM;
-    const pp_type_t *type = pp__cold(e)->type;
+    const pp_type_t *type = c->type;
     if (type == NULL || type->save == NULL)
-        return pp__store(pool, node, e, claimed, rec, e->data, pp__cold(e)->size);
+        return pp__store(pool, node, e, claimed, rec, e->data, c->size);
     struct pp_writer w = {.e = e, .claimed = claimed};
-    int rc = type->save(e->data, pp__cold(e)->size, &w, type->ctx);
+    int rc = type->save(e->data, c->size, &w, type->ctx);
     if (rc == 0 && w.err == 0)
         rc = pp__store(pool, node, e, claimed, rec, w.buf, w.len);
     else
@@ -785,18 +786,19 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     PP__ASSERT((pp__atomic_load_relaxed(&e->pw) &
                 (PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
                (PP__F_LOADING | PP__F_SWAPPED));
-    const pp__swaprec_t *rec = pp__rec(node, pp__cold(e)->slot, false);
+    pp__cold_t *c = pp__cold(e);
+    const pp__swaprec_t *rec = pp__rec(node, c->slot, false);
     PP__CHECK(rec != NULL);
-    const pp_type_t *type = pp__cold(e)->type;
+    const pp_type_t *type = c->type;
     bool custom = type != NULL && type->load != NULL;
     uint64_t sum = 0;
     int rc;
     void *mem = NULL;
     if (!custom) {
-        mem = pp__io_alloc(pool, pp__cold(e)->size);
+        mem = pp__io_alloc(pool, c->size);
         if (mem == NULL)
             return PP_ENOMEM;
-        if (rec->raw != pp__cold(e)->size) {
+        if (rec->raw != c->size) {
             free(mem);
             return pp__corrupt(pool, node, e, "has the wrong length");
         }
@@ -831,9 +833,9 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     }
     if (rc == 0 && custom) {
         pp_reader_t r = {plain != NULL ? plain : stored, rec->raw, 0};
-        if (type->load(data, pp__cold(e)->size, &r, type->ctx) != 0) {
+        if (type->load(data, c->size, &r, type->ctx) != 0) {
             pp__report(pool, "pinpool: swap: type %s: load failed for node %u slot %u",
-                       type->name != NULL ? type->name : "(unnamed)", node->index, pp__cold(e)->slot);
+                       type->name != NULL ? type->name : "(unnamed)", node->index, c->slot);
             rc = PP_EIO;
         }
     } else if (rc == 0) {

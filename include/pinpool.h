@@ -294,7 +294,8 @@ extern "C" {
     X(ENOTSUP,    -9, "not supported by this build or this pool")              \
     X(EBUSY,     -10, "entries are still pinned")                              \
     X(ETOPOLOGY, -11, "topology could not be loaded")                          \
-    X(EDEADLK,   -12, "waiting would deadlock: the caller holds reclamation back")
+    X(EDEADLK,   -12, "waiting would deadlock: the caller holds reclamation back")\
+    X(EINUSE,    -13, "in use by another call at the same time")
 
 enum {
 #define PP__ERR_ENUM(name, value, msg) PP_##name = (value),
@@ -599,6 +600,106 @@ PP_API int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
 #define pp_pin_many(pool, refs, n, flags, data) \
     pp_pin_many_loc((pool), (refs), (n), (flags), (data), __FILE__, __LINE__)
 #endif
+
+/* ------------------------------------------------------------------------ */
+/* Scopes: a ledger of the pins a task holds                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A scope remembers every pin taken through it, so that one pp_scope_end()
+ * undoes all that are still held: a task that fails halfway, or returns
+ * early, drops exactly its own pins and no others (as Spark releases every
+ * lock of a failed task, or PostgreSQL every buffer pin of a ResourceOwner).
+ *
+ *     pp_scope_t s;
+ *     pp_scope_init(&s, pool);
+ *     if (pp_scope_pin(&s, a, 0, &pa) != 0 || pp_scope_pin(&s, b, PP_PIN_WRITE, &pb) != 0)
+ *         goto out;                       // whatever was pinned is in s
+ *     ...
+ * out:
+ *     pp_scope_end(&s);                   // unpins a and b, if held
+ *
+ * The caller owns the memory (a stack variable, a field of its task
+ * object); pp_scope_init() makes it a scope, pp_scope_end() ends it, and
+ * it may be initialized again after that.  A scope must not be copied.
+ *
+ * Capacity: PP_SCOPE_INLINE pins are recorded inside the scope itself, with
+ * no allocation.  Beyond that the ledger moves to the heap (malloc, doubling);
+ * the pin that needs more room and cannot get it fails with PP_ENOMEM and
+ * takes no pin.  pp_scope_end() frees that memory.
+ *
+ * Threads: one call at a time.  A scope may pass from thread to thread (a
+ * task that is pinned on one worker and ended on another), as the
+ * scheduler hands the task over; two calls on one scope at the same time
+ * are refused: the later one gets PP_EINUSE and does nothing.  Each call
+ * costs one uncontended compare-and-swap on the scope for that check, on
+ * top of the pins (docs/performance.md gives the figure).
+ *
+ * With PP_TRACK_PINS, each pin taken through a scope is recorded with the
+ * scope's creation site (the line of pp_scope_init), so a scope that is
+ * never ended shows up in the leak report where it was made.
+ *
+ * Misuse changes nothing and gets an error: a call on a scope that has
+ * ended, or on zeroed memory that was never initialized (PP_EINVAL;
+ * pp_scope_end of an ended scope included), pp_scope_unpin of a ref the scope holds no pin of
+ * (PP_ENOTPINNED), a call while another is in progress (PP_EINUSE).
+ */
+#define PP_SCOPE_INLINE 16u   /* pins a scope records without allocating */
+
+typedef struct pp_scope {
+    /* Private: use the functions below. */
+    pp_pool_t *pool_;
+    pp_ref_t *heap_;          /* the ledger once past PP_SCOPE_INLINE, or NULL */
+    uint32_t n_;              /* pins held through the scope */
+    uint32_t cap_;            /* room of heap_ */
+    uint32_t state_;          /* open or ended (a magic number each) */
+    uint32_t busy_;           /* a call is in progress (atomic) */
+    const char *file_;        /* creation site, for PP_TRACK_PINS */
+    int line_;
+    pp_ref_t inline_[PP_SCOPE_INLINE];
+} pp_scope_t;
+
+/* Makes s an open scope of pool, holding no pins; file and line name the
+ * creation site (the macro below passes the caller's).  Never fails:
+ * s and pool must not be NULL (a NULL pool makes every later call on s
+ * return PP_EINVAL). */
+PP_API void pp_scope_init_loc(pp_scope_t *s, pp_pool_t *pool, const char *file, int line);
+PP_API void pp_scope_init(pp_scope_t *s, pp_pool_t *pool);
+#ifndef PP_NO_CALLSITE
+#define pp_scope_init(s, pool) pp_scope_init_loc((s), (pool), __FILE__, __LINE__)
+#endif
+
+/* pp_pin through the scope: the same flags, guarantees and errors, plus
+ * PP_ENOMEM when the ledger is past PP_SCOPE_INLINE and cannot grow,
+ * PP_EINVAL (not an open scope) and PP_EINUSE.  On success the pin is
+ * recorded in s. */
+PP_API int pp_scope_pin(pp_scope_t *s, pp_ref_t ref, unsigned flags, void **data);
+
+/* pp_pin_many through the scope: all or none, as pp_pin_many; on success
+ * all n pins are recorded in s (room for them is made first, so PP_ENOMEM
+ * takes no pin). */
+PP_API int pp_scope_pin_many(pp_scope_t *s, const pp_ref_t *refs, size_t n,
+                             unsigned flags, void **data);
+
+/* Drops one pin of ref held through s, early (the most recent one if ref
+ * was pinned through s several times).  Errors: PP_ENOTPINNED (s holds no
+ * pin of ref: nothing is unpinned), PP_EINVAL, PP_EINUSE, and pp_unpin's
+ * (then the pin stays recorded). */
+PP_API int pp_scope_unpin(pp_scope_t *s, pp_ref_t ref);
+
+/* Ends s: drops every pin still held through it, in any order, from
+ * whichever thread calls (the pins need not have been taken there), and
+ * frees the ledger's heap memory.  The scope is ended even if an unpin
+ * fails -- possible only if one of its pins was dropped behind its back,
+ * with pp_unpin on the ref -- and the first such error is returned after
+ * every other pin has been dropped.  Errors: PP_EINVAL (not an open scope:
+ * never initialized, or already ended), PP_EINUSE (a call on s is in
+ * progress; nothing is done), pp_unpin's. */
+PP_API int pp_scope_end(pp_scope_t *s);
+
+/* Pins held through s (0 for an ended scope).  Between calls on s only:
+ * it reads the ledger without claiming it. */
+PP_API size_t pp_scope_count(const pp_scope_t *s);
 
 /* ------------------------------------------------------------------------ */
 /* Threads and epochs                                                        */

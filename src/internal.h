@@ -19,6 +19,7 @@
  *   swapdev.c   the default swap device (files in a private directory)
  *   stats.c     pp_stat, pp_pool_stats, lag histograms
  *   track.c     pin-leak tracking and reports
+ *   scope.c     scopes: the ledger of a task's pins
  *   pool.c      create, destroy, drain, validation
  *   yield.c     random yields in debug builds (PP__YIELD)
  *   testhooks.c hooks for the tests (testhooks.h), test points

@@ -13,6 +13,8 @@
  *                 pp_pin_many / pp_unpin_many for a task
  *   pinpool-qsbr  the same, each worker calling pp_quiescent after every op
  *                 (a scheduler between two tasks)
+ *   pinpool-scope the task scenario only, each task a scope: pp_scope_init,
+ *                 pp_scope_pin_many of its inputs, the reads, pp_scope_end
  *   atomic-limit  one atomic add (acquire) + sub (release) on a line private
  *                 to the thread, no lookup: the physical limit of a counted pin
  *   naive-array   an array of atomic counters indexed by entry: no validation
@@ -71,10 +73,12 @@
  * ns per op per thread (threads x seconds / ops; with more threads than
  * CPUs it includes the time a thread waits for a CPU).  "-" marks a cell
  * that does not apply (churn of atomic-limit, naive-array and cas-floor,
- * which cannot create or reclaim).  Then the ratios the project tracks, each
- * with its target; then, informational, a pin's cost split in two at
- * cas-floor (cas-floor / naive-array: what validation and a data pointer
- * cost any pin; pinpool / cas-floor: what pinpool adds); and the reclaim
+ * which cannot create or reclaim; everything but the task of pinpool-scope).
+ * Then the ratios the project tracks, each with its target; then,
+ * informational, a pin's cost split in two at cas-floor (cas-floor /
+ * naive-array: what validation and a data pointer cost any pin; pinpool /
+ * cas-floor: what pinpool adds) and what a scope costs a task (pinpool-scope
+ * / pinpool); and the reclaim
  * figures: the lag from the final unpin to the free call, what a final
  * unpin costs against an ordinary one, and the memory each entry costs.  --csv writes the same machine lines as comments
  * ("# key: value", before the header; readers skip lines starting with
@@ -239,6 +243,7 @@ static const pb_impl_t *const impls[] = {
 #else
     &pb_impl_pinpool, &pb_impl_pinpool_qsbr,
 #endif
+    &pb_impl_pinpool_scope,
     &pb_impl_atomic_limit, &pb_impl_naive_array, &pb_impl_cas_floor, &pb_impl_mutex_dict,
     &pb_impl_urcu_lfht,
 };
@@ -246,7 +251,11 @@ static const pb_impl_t *const impls[] = {
 
 static int applies(const pb_impl_t *im, const pb_scenario_t *sc)
 {
-    return sc->kind != PB_CHURN || im->churn != NULL;
+    switch (sc->kind) {
+    case PB_PAIRS: return im->pairs != NULL;
+    case PB_TASK:  return im->tasks != NULL;
+    default:       return im->churn != NULL;
+    }
 }
 
 /* ------------------------------------------------------------------------ */

@@ -79,7 +79,8 @@ typedef struct pb_impl {
      * queued (frees on a reclaimer or call_rcu thread), so that it does not
      * run during the next implementation's run.  NULL: nothing. */
     void (*settle)(void *table);
-    /* n ops, each a pin and an unpin of keys[i]. */
+    /* n ops, each a pin and an unpin of keys[i].  NULL: not applicable
+     * (nor is tasks, below, when NULL). */
     void (*pairs)(pb_worker_t *w, const uint64_t *keys, unsigned n);
     /* n tasks, task i pins keys[4i .. 4i+3], reads PB_DATA_BYTES of each
      * input, and unpins them. */
@@ -91,6 +92,7 @@ typedef struct pb_impl {
 
 extern const pb_impl_t pb_impl_pinpool;
 extern const pb_impl_t pb_impl_pinpool_qsbr;
+extern const pb_impl_t pb_impl_pinpool_scope;
 extern const pb_impl_t pb_impl_atomic_limit;
 extern const pb_impl_t pb_impl_naive_array;
 extern const pb_impl_t pb_impl_cas_floor;

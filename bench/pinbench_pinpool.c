@@ -7,6 +7,9 @@
  *                 pp_release (the pool's reclaimer then frees the buffer)
  *   pinpool-qsbr  the same, and pp_quiescent after every op, as a scheduler
  *                 in QSBR mode calls it between tasks
+ *   pinpool-scope the task scenario only: a task is a scope (pp_scope_init)
+ *                 that pins its 4 inputs with pp_scope_pin_many, reads them,
+ *                 and pp_scope_end; against pinpool's task, the ledger's cost
  *
  * A worker registers with the pool before the start barrier (a thread's
  * first call registers it: one allocation, kept out of the timed region).
@@ -244,3 +247,39 @@ const pb_impl_t PB_IMPL_QSBR = {
     .tasks = qsbr_tasks,
     .churn = qsbr_churn,
 };
+
+#if !PB_OLD
+/* A task through a scope: what the ledger costs against pp_pin_many and
+ * pp_unpin_many (the older library of bench/sidebyside may have no scopes,
+ * so only this build has it). */
+static void scope_tasks(pb_worker_t *w, const uint64_t *keys, unsigned n)
+{
+    pp_pool_t *pool = ((pool_table_t *)w->table)->pool;
+    uint64_t sink = 0;
+    for (unsigned i = 0; i < n; i++) {
+        pp_scope_t s;
+        pp_scope_init(&s, pool);
+        void *data[PB_TASK_INPUTS];
+        int rc = pp_scope_pin_many(&s, &keys[i * PB_TASK_INPUTS], PB_TASK_INPUTS, 0, data);
+        if (rc != 0)
+            pb_die_pp("pp_scope_pin_many", rc);
+        for (unsigned k = 0; k < PB_TASK_INPUTS; k++)
+            sink += pb_read_data(data[k]);
+        if ((rc = pp_scope_end(&s)) != 0)
+            pb_die_pp("pp_scope_end", rc);
+    }
+    w->sink += sink;
+}
+
+const pb_impl_t pb_impl_pinpool_scope = {
+    .name = "pinpool-scope",
+    .what = "the task scenario through a scope: pp_scope_pin_many, pp_scope_end",
+    .create = pool_create,
+    .destroy = pool_destroy,
+    .key = pool_key,
+    .thread_init = pool_thread_init,
+    .thread_exit = pool_thread_exit,
+    .settle = pool_settle,
+    .tasks = scope_tasks,
+};
+#endif

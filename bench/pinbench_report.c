@@ -159,6 +159,27 @@ static void print_split(const pb_results_t *r)
     }
 }
 
+/* What a scope costs a task: pinpool-scope's task (pp_scope_pin_many +
+ * pp_scope_end) against pinpool's (pp_pin_many + pp_unpin_many), as time
+ * per task, "x slower"; informational. */
+static void print_scope_cost(const pb_results_t *r)
+{
+    int printed = 0;
+    for (unsigned t = 0; t < r->nthreads; t++) {
+        const pb_result_t *a = find(r, "task", "pinpool-scope", r->threads[t]);
+        const pb_result_t *b = find(r, "task", "pinpool", r->threads[t]);
+        if (a == NULL || b == NULL)
+            continue;
+        if (!printed++)
+            printf("\nwhat a scope costs a task (this run; informational, no targets):\n");
+        char label[160];
+        snprintf(label, sizeof label, "task %u %s: pinpool-scope / pinpool, inverse Mops/s",
+                 r->threads[t], threads_word(r->threads[t]));
+        double v = b->mops / a->mops;
+        printf("  %-58s = %6.2fx slower%s\n", label, v, v < 1 ? " (< 1: faster)" : "");
+    }
+}
+
 void pb_print_ratios(const pb_results_t *r)
 {
     int printed = 0;
@@ -185,6 +206,7 @@ void pb_print_ratios(const pb_results_t *r)
                q->sense == AT_MOST ? "<=" : ">=", q->target, met ? "met" : "NOT met");
     }
     print_split(r);
+    print_scope_cost(r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -396,12 +418,12 @@ int pb_gnuplot_found(void)
  * implementation; the data go inline as gnuplot datablocks. */
 void pb_plot(const pb_results_t *r, const char *path)
 {
-    /* The first seven for the default implementations (cas-floor's the
-     * fifth, so that the others keep their colours); a bench/sidebyside
-     * build has nine (its impls[] order, pinbench.c). */
+    /* One per implementation in impls[] order (pinbench.c): eight in a
+     * default build, ten in a bench/sidebyside one. */
     static const char *const colors[] = { "#7b2cbf", "#2a9d8f", "#8d99ae",
                                            "#e76f51", "#e9c46a", "#d62828",
-                                           "#1d4ed8", "#f4a261", "#111111" };
+                                           "#1d4ed8", "#f4a261", "#111111",
+                                           "#6b705c" };
     if (strpbrk(path, "'\"\n\\") != NULL)
         pb_die("--plot: the file name may not contain quotes, backslashes or newlines");
     if (!pb_gnuplot_found())

@@ -20,6 +20,11 @@
 
 #include "internal.h"
 
+/* docs/scheduler.md gives the size (the header's fields, then the inline
+ * ledger). */
+_Static_assert(sizeof(pp_scope_t) == 48 + PP_SCOPE_INLINE * sizeof(pp_ref_t),
+               "pp_scope_t is not the size the docs give");
+
 #define PP__SCOPE_OPEN  0x53434f50u   /* "SCOP" */
 #define PP__SCOPE_ENDED 0x444e4524u   /* "$END" */
 

@@ -2,17 +2,19 @@
 #
 # 1. installs this build tree into a fresh prefix;
 # 2. configures and builds tests/consumer against it (find_package(pinpool),
-#    one program on pinpool::pinpool, one on pinpool::pinpool_static) and runs
-#    both;
+#    a C program and a C++ one, through pinpool.hpp, on pinpool::pinpool,
+#    the same two on pinpool::pinpool_static) and runs all four;
 # 3. compiles tests/consumer/main.c with
-#    `cc $(pkg-config --cflags --libs pinpool)` and runs it.
+#    `cc $(pkg-config --cflags --libs pinpool)`, and main.cpp the same way
+#    with the C++ compiler, and runs both.
 # Any failing step fails the test; nothing is skipped.
 #
 # Variables: PP_BINARY_DIR, PP_SOURCE_DIR, PP_WORK_DIR, PP_GENERATOR,
-# PP_CONFIG, PP_C_COMPILER, PP_PKG_CONFIG.
+# PP_CONFIG, PP_C_COMPILER, PP_CXX_COMPILER, PP_PKG_CONFIG.
 cmake_minimum_required(VERSION 3.21)
 
-foreach(v PP_BINARY_DIR PP_SOURCE_DIR PP_WORK_DIR PP_GENERATOR PP_C_COMPILER PP_PKG_CONFIG)
+foreach(v PP_BINARY_DIR PP_SOURCE_DIR PP_WORK_DIR PP_GENERATOR PP_C_COMPILER PP_CXX_COMPILER
+        PP_PKG_CONFIG)
     if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
         message(FATAL_ERROR "consumer_test: ${v} is not set")
     endif()
@@ -39,17 +41,29 @@ file(MAKE_DIRECTORY "${PP_WORK_DIR}")
 run("install" "${CMAKE_COMMAND}" --install "${PP_BINARY_DIR}"
     --prefix "${prefix}" --config "${PP_CONFIG}")
 
+# The headers: pinpool.hpp beside pinpool.h, so that one -I serves both.
+file(GLOB_RECURSE installed_h "${prefix}/*/pinpool.h")
+if(NOT installed_h)
+    message(FATAL_ERROR "consumer_test: pinpool.h was not installed under ${prefix}")
+endif()
+list(GET installed_h 0 installed_h)
+get_filename_component(incdir "${installed_h}" DIRECTORY)
+if(NOT EXISTS "${incdir}/pinpool.hpp")
+    message(FATAL_ERROR "consumer_test: pinpool.hpp is not installed beside ${installed_h}")
+endif()
+
 # 2. find_package(pinpool) in a separate project.
 run("configure consumer" "${CMAKE_COMMAND}"
     -S "${PP_SOURCE_DIR}/tests/consumer" -B "${build}"
     -G "${PP_GENERATOR}"
     "-DCMAKE_BUILD_TYPE=${PP_CONFIG}"
     "-DCMAKE_C_COMPILER=${PP_C_COMPILER}"
+    "-DCMAKE_CXX_COMPILER=${PP_CXX_COMPILER}"
     "-DCMAKE_PREFIX_PATH=${prefix}"
     "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
 run("build consumer" "${CMAKE_COMMAND}" --build "${build}" --config "${PP_CONFIG}")
 
-foreach(exe consumer_shared consumer_static)
+foreach(exe consumer_shared consumer_static consumer_cxx_shared consumer_cxx_static)
     file(GLOB_RECURSE found LIST_DIRECTORIES false "${build}/${exe}")
     if(NOT found)
         message(FATAL_ERROR "consumer_test: ${exe} was not built")
@@ -81,7 +95,11 @@ separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
 run("compile with pkg-config" "${PP_C_COMPILER}" -std=c11 -Wall -Wextra -Werror
     "${PP_SOURCE_DIR}/tests/consumer/main.c" -o "${PP_WORK_DIR}/consumer_pkgconfig"
     ${pc_flags})
+run("compile C++ with pkg-config" "${PP_CXX_COMPILER}" -std=c++17 -Wall -Wextra -Werror
+    -pedantic "${PP_SOURCE_DIR}/tests/consumer/main.cpp"
+    -o "${PP_WORK_DIR}/consumer_cxx_pkgconfig" ${pc_flags})
 set(ENV{LD_LIBRARY_PATH} "${libdir}")
 run("run consumer_pkgconfig" "${PP_WORK_DIR}/consumer_pkgconfig")
+run("run consumer_cxx_pkgconfig" "${PP_WORK_DIR}/consumer_cxx_pkgconfig")
 
 message(STATUS "consumer_test: ok")

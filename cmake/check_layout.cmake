@@ -1,6 +1,7 @@
 # cmake/check_layout.cmake -- the limits that keep the tree readable, as a
 # test (layout.limits): run as cmake -DSRC_DIR=<top of the tree> -P ...
-#   - no source file in src/, stress/, bench/ or examples/ over 1,000 lines;
+#   - no source file (.c, .h, .cpp, .hpp) in src/, stress/, bench/ or
+#     examples/ over 1,000 lines;
 #   - no function there over 150 lines (from its opening brace in column 0
 #     to its closing brace in column 0);
 #   - the top-level CMakeLists.txt under 300 lines, README.md under 15,000
@@ -12,9 +13,15 @@ if(NOT DEFINED SRC_DIR)
     message(FATAL_ERROR "check_layout.cmake: SRC_DIR not given")
 endif()
 set(bad 0)
-file(GLOB_RECURSE sources
-    ${SRC_DIR}/src/*.c ${SRC_DIR}/src/*.h ${SRC_DIR}/stress/*.c ${SRC_DIR}/stress/*.h
-    ${SRC_DIR}/bench/*.c ${SRC_DIR}/bench/*.h ${SRC_DIR}/examples/*.c ${SRC_DIR}/examples/*.h)
+# C and C++ sources and headers, in those folders and their subfolders.
+set(sources "")
+foreach(dir src stress bench examples)
+    foreach(ext c h cpp hpp)
+        file(GLOB_RECURSE found ${SRC_DIR}/${dir}/*.${ext})
+        list(APPEND sources ${found})
+    endforeach()
+endforeach()
+list(SORT sources)
 # Lines of a text (its newlines).
 function(pp_count_lines text out)
     string(REGEX MATCHALL "\n" nl "${text}")

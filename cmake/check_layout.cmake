@@ -1,7 +1,7 @@
 # cmake/check_layout.cmake -- the limits that keep the tree readable, as a
 # test (layout.limits): run as cmake -DSRC_DIR=<top of the tree> -P ...
-#   - no source file in src/, stress/, bench/ or examples/ over 1,000 lines,
-#     nor pinpool.hpp or a file of tests/cxx/;
+#   - no source file (.c, .h, .cpp, .hpp) in src/, stress/, bench/,
+#     examples/ or tests/cxx/ over 1,000 lines, nor pinpool.hpp;
 #   - no function there over 150 lines (from its opening brace in column 0
 #     to its closing brace in column 0: C++ members, indented in their
 #     class, are counted with the file only);
@@ -14,10 +14,17 @@ if(NOT DEFINED SRC_DIR)
     message(FATAL_ERROR "check_layout.cmake: SRC_DIR not given")
 endif()
 set(bad 0)
-file(GLOB_RECURSE sources
-    ${SRC_DIR}/src/*.c ${SRC_DIR}/src/*.h ${SRC_DIR}/stress/*.c ${SRC_DIR}/stress/*.h
-    ${SRC_DIR}/bench/*.c ${SRC_DIR}/bench/*.h ${SRC_DIR}/examples/*.c ${SRC_DIR}/examples/*.h
-    ${SRC_DIR}/include/*.hpp ${SRC_DIR}/tests/cxx/*.cpp ${SRC_DIR}/tests/cxx/*.hpp)
+# C and C++ sources and headers, in those folders and their subfolders.
+set(sources "")
+foreach(dir src stress bench examples tests/cxx)
+    foreach(ext c h cpp hpp)
+        file(GLOB_RECURSE found ${SRC_DIR}/${dir}/*.${ext})
+        list(APPEND sources ${found})
+    endforeach()
+endforeach()
+file(GLOB found ${SRC_DIR}/include/*.hpp)
+list(APPEND sources ${found})
+list(SORT sources)
 # Lines of a text (its newlines).
 function(pp_count_lines text out)
     string(REGEX MATCHALL "\n" nl "${text}")

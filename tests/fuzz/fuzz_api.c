@@ -10,9 +10,12 @@
  * have been evicted) it accepts exactly the documented set.  Data read
  * under a pin must hold the bytes last written; data a type's save sees
  * and its load reads back are checked too; free functions must run once
- * per allocation, never on the calling thread.  At the end every pin and
- * owner is dropped, the pool drained and its statistics checked (no entry,
- * no byte left), and the pool destroyed (its swap directory must be gone).
+ * per allocation, never on the calling thread.  Two scopes (pp_scope_t)
+ * are modelled too: their state and ledger, pins through them counted as
+ * the entries' pins in every other check.  At the end every open scope is
+ * ended, every pin and owner dropped, the pool drained and its statistics
+ * checked (no entry, no byte left), and the pool destroyed (its swap
+ * directory must be gone).
  * Any disagreement prints "fuzz_api: FAIL: ..." and aborts.
  *
  * Input format (bytes; reading past the end gives zeros):
@@ -25,8 +28,24 @@
  *               bit 5    swap_limit 48 KiB (swap modes)
  *               bit 6    mem_limit 16 KiB instead of 64 KiB
  *               bit 7    allows the (slow) overflow op
- *   ops     op byte (op_of: low 5 bits), then the op's arguments (see the
- *           op_* functions; tests/fuzz/make_corpus.py writes them).
+ *   ops     op byte (op_of: low 5 bits; 0-23 are enum op, 24-31 repeat
+ *           common ops), then the op's arguments (see the op_* functions;
+ *           tests/fuzz/make_corpus.py writes them).
+ *
+ *   op scope (23): a sub-op byte b, scope b & 1 (0 or 1), what (b >> 1) & 7:
+ *     0 init      flags: bit 0 the plain function (no call site), bit 1 a
+ *                 NULL pool; skipped if the scope is open
+ *     1 pin       ref, flags as op pin (0x30 both set: a NULL scope)
+ *     2 pin_many  count byte, flags, refs, as op pin_many (flags 0x38 all
+ *                 set: a NULL scope)
+ *     3 unpin     ref, byte ((b & 0x0f) == 0x0f: a NULL scope)
+ *     4 end
+ *     5 count
+ *     6 zero      memset of the scope's memory; skipped if it is open
+ *     7 misuse    ref: every call with a NULL scope
+ *   After each, pp_scope_count of both scopes must match the model.  A
+ *   single thread calls a scope at a time (op thread runs one op on a
+ *   helper, then joins it), so PP_EINUSE is never allowed.
  *
  *   A ref argument is one selector byte s (pick_ref):
  *     s < 0xA0   the ref of model entry s % n (alive, dead or gone)
@@ -157,12 +176,16 @@ static bool fault_fired(void)
     return f != atomic_exchange(&g_fault_seen, f);
 }
 
-static void check_rc(const char *call, int rc, unsigned allowed)
+/* rc must be in allowed; if an injected allocation failure happened
+ * during the call, PP_ENOMEM is allowed too unless the call cannot fail
+ * that way (fault_widens false). */
+static void check_rc_set(const char *call, int rc, unsigned allowed, bool fault_widens)
 {
     unsigned bit = rc <= 0 && rc > -31 ? 1u << (unsigned)(-rc) : 1u << 31;
     if (fault_fired()) {
         trace("%s: an injected allocation failure", call);
-        allowed |= A(ENOMEM);
+        if (fault_widens)
+            allowed |= A(ENOMEM);
     }
     trace("%s -> %s", call, pp_err_name(rc));
     if (bit & allowed)
@@ -176,6 +199,11 @@ static void check_rc(const char *call, int rc, unsigned allowed)
             break;
     }
     fail("%s returned %s (%d); pinpool.h allows here: {%s}", call, pp_err_name(rc), rc, set);
+}
+
+static void check_rc(const char *call, int rc, unsigned allowed)
+{
+    check_rc_set(call, rc, allowed, true);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -520,6 +548,26 @@ typedef struct ent {
     uint64_t esc_qsbr;    /* g_qsbr_epoch when esc_ptr was got in QSBR mode, else 0 */
 } ent_t;
 
+/* A scope of the input (pp_scope_t): its state and its ledger, the refs
+ * pinned through it in the order src/scope.c keeps them (appended; an
+ * early unpin moves the last one into the place of the one it drops), so
+ * that pp_scope_end drops them, and forgets PP_TRACK_PINS records, in the
+ * order the pool does.  Its pins are pins of the entries (ent_t.pins) like
+ * any other; the ledger only says which of them the scope drops. */
+#define NSCOPES    2
+#define LEDGER_MAX (MAX_OPS * MAX_MANY + 64)
+
+enum { SC_ZERO, SC_OPEN, SC_NOPOOL, SC_ENDED };   /* SC_ZERO: never initialized */
+
+typedef struct mscope {
+    int state;            /* SC_NOPOOL: initialized with a NULL pool */
+    uint32_t n;           /* refs in the ledger */
+    uint32_t cap;         /* its room: PP_SCOPE_INLINE, then the heap's (doubling) */
+    pp_ref_t led[LEDGER_MAX];
+} mscope_t;
+
+static const char *const sc_names[] = {"zeroed", "open", "open without a pool", "ended"};
+
 typedef struct trk {      /* PP_TRACK_PINS records, as track.c keeps them */
     pp_ref_t ref;
     uint64_t reg;         /* registration that pinned; 0 once reported */
@@ -554,7 +602,10 @@ static struct {
     bool overflow_ok, overflow_done;
     uint64_t helper_reg;                   /* registrations of helper threads */
     int report_mark;
+    mscope_t sc[NSCOPES];
 } M;
+
+static pp_scope_t g_scope[NSCOPES];        /* the input's scopes (zeroed per input) */
 
 static pp_ref_t g_big[4096];
 
@@ -1103,23 +1154,25 @@ enum op {
     OP_PUT, OP_PIN, OP_UNPIN, OP_RETAIN, OP_RELEASE, OP_GET, OP_STAT, OP_PREFETCH,
     OP_PIN_MANY, OP_UNPIN_MANY, OP_QUIESCENT, OP_STATS, OP_DRAIN, OP_THREAD_EXIT,
     OP_TOUCH, OP_MISC, OP_SET_OWNERS, OP_SET_GEN, OP_OVERFLOW, OP_DESTROY, OP_SLEEP,
-    OP_FAULT, OP_THREAD, OP_COUNT
+    OP_FAULT, OP_THREAD, OP_SCOPE, OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
     "put", "pin", "unpin", "retain", "release", "get", "stat", "prefetch",
     "pin_many", "unpin_many", "quiescent", "stats", "drain", "thread_exit",
     "touch", "misc", "set_owners", "set_gen", "overflow", "destroy", "sleep",
-    "fault", "thread",
+    "fault", "thread", "scope",
 };
 
 /* An op byte: its low 5 bits; 0 .. OP_COUNT-1 are the ops, the rest
  * repeat the most common ones.  Fixed, so that corpus files keep their
- * meaning (a new op takes one of the repeats: rerun make_corpus.py). */
+ * meaning: a new op takes the first repeat (OP_SCOPE took 23, which
+ * repeated OP_PUT and which no file of tests/fuzz/corpus used as an op
+ * byte), and every other byte keeps its op. */
 static int op_of(uint8_t b)
 {
     static const uint8_t more[32 - OP_COUNT] = {
-        OP_PUT, OP_PIN, OP_UNPIN, OP_RELEASE, OP_STAT, OP_GET, OP_PIN_MANY, OP_RETAIN, OP_STATS,
+        OP_PIN, OP_UNPIN, OP_RELEASE, OP_STAT, OP_GET, OP_PIN_MANY, OP_RETAIN, OP_STATS,
     };
     _Static_assert(OP_COUNT + sizeof more == 32, "op bytes: 32 values");
     b &= 31;
@@ -1467,6 +1520,67 @@ static void op_prefetch(rd_t *r)
              pool_null ? A(EINVAL) : (i < 0 || ent_dead(&M.e[i])) ? A(ESTALE) : A_OK);
 }
 
+/* What pp_pin_many documents for refs (idx: the entries they name, from
+ * classify) with valid arguments and known flags: all or none, the first
+ * failing ref's error.  With swap, a stale ref anywhere is found before
+ * any load starts. */
+static unsigned pin_many_allowed(const pp_ref_t *refs, const int *idx, size_t n,
+                                 unsigned flags)
+{
+    unsigned allowed = A_OK;
+    bool any_stale = false, failed = false;
+    uint64_t extra = 0;          /* bytes the call may load */
+    for (size_t k = 0; k < n; k++) {
+        bool first = true;
+        for (size_t j = 0; j < k; j++)
+            first = first && refs[j] != refs[k];
+        if (idx[k] < 0 || ent_dead(&M.e[idx[k]]))
+            any_stale = true;
+        else if (first && !forced_resident(&M.e[idx[k]]))
+            extra += M.e[idx[k]].size;
+    }
+    for (size_t k = 0; k < n && !failed; k++) {
+        uint32_t t = 0;
+        for (size_t j = 0; j < k; j++)
+            t += refs[j] == refs[k];
+        unsigned a = pin_allowed(idx[k], flags, t, extra);
+        if (!(a & A_OK)) {
+            allowed = a;
+            failed = true;
+        } else {
+            allowed |= a;
+        }
+    }
+    if (M.swap && any_stale)
+        allowed |= A(ESTALE);
+    if (failed)
+        allowed &= ~A_OK;
+    return allowed;
+}
+
+/* A pp_pin_many (or pp_scope_pin_many) of refs succeeded; ptrs is what it
+ * wrote, or NULL if the caller passed no data array. */
+static void pinned_many(const pp_ref_t *refs, const int *idx, size_t n, unsigned flags,
+                        void *const *ptrs)
+{
+    for (size_t k = 0; k < n; k++) {
+        ent_t *x = &M.e[idx[k]];
+        bool first = true;
+        for (size_t j = 0; j < k; j++)
+            if (refs[j] == refs[k]) {
+                first = false;
+                if (ptrs != NULL)
+                    CHECK(ptrs[j] == ptrs[k], "pp_pin_many gave two pointers for one entry");
+            }
+        /* Contents are rewritten once per entry (duplicates see the same). */
+        pinned(x, ptrs == NULL ? NULL : ptrs[k], first ? flags : (flags & ~PP_PIN_WRITE));
+        if (flags & PP_PIN_WRITE)
+            x->ever_write = true;
+        node_count(M.pins, refs[k], 1);
+        trk_add(refs[k]);
+    }
+}
+
 /* pin_many: count byte, flags, refs */
 static void op_pin_many(rd_t *r)
 {
@@ -1484,40 +1598,10 @@ static void op_pin_many(rd_t *r)
         idx[k] = classify(refs[k]);
     }
     unsigned allowed;
-    if (pool_null || (refs_null && n > 0) || (flags & ~(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0) {
+    if (pool_null || (refs_null && n > 0) || (flags & ~(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0)
         allowed = A(EINVAL);
-    } else {
-        /* All or none; the first failing ref's error.  With swap, a stale
-         * ref anywhere is found before any load starts. */
-        allowed = A_OK;
-        bool any_stale = false, failed = false;
-        uint64_t extra = 0;          /* bytes the call may load */
-        for (size_t k = 0; k < n; k++) {
-            bool first = true;
-            for (size_t j = 0; j < k; j++)
-                first = first && refs[j] != refs[k];
-            if (idx[k] < 0 || ent_dead(&M.e[idx[k]]))
-                any_stale = true;
-            else if (first && !forced_resident(&M.e[idx[k]]))
-                extra += M.e[idx[k]].size;
-        }
-        for (size_t k = 0; k < n && !failed; k++) {
-            uint32_t t = 0;
-            for (size_t j = 0; j < k; j++)
-                t += refs[j] == refs[k];
-            unsigned a = pin_allowed(idx[k], flags, t, extra);
-            if (!(a & A_OK)) {
-                allowed = a;
-                failed = true;
-            } else {
-                allowed |= a;
-            }
-        }
-        if (M.swap && any_stale)
-            allowed |= A(ESTALE);
-        if (failed)
-            allowed &= ~A_OK;
-    }
+    else
+        allowed = pin_many_allowed(refs, idx, n, flags);
     void *ptrs[MAX_MANY];
     memset(ptrs, 0, sizeof ptrs);
     bool plain = fl & 0x10;
@@ -1531,22 +1615,7 @@ static void op_pin_many(rd_t *r)
     check_rc(call, rc, allowed);
     if (rc != 0)
         return;
-    for (size_t k = 0; k < n; k++) {
-        ent_t *x = &M.e[idx[k]];
-        bool first = true;
-        for (size_t j = 0; j < k; j++)
-            if (refs[j] == refs[k]) {
-                first = false;
-                if (!data_null)
-                    CHECK(ptrs[j] == ptrs[k], "pp_pin_many gave two pointers for one entry");
-            }
-        /* Contents are rewritten once per entry (duplicates see the same). */
-        pinned(x, data_null ? NULL : ptrs[k], first ? flags : (flags & ~PP_PIN_WRITE));
-        if (flags & PP_PIN_WRITE)
-            x->ever_write = true;
-        node_count(M.pins, refs[k], 1);
-        trk_add(refs[k]);
-    }
+    pinned_many(refs, idx, n, flags, data_null ? NULL : ptrs);
 }
 
 /* unpin_many: count byte, refs */
@@ -1937,6 +2006,299 @@ static void op_overflow(rd_t *r)
         x->pin_ptr = NULL;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Scopes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Whether k more refs need a bigger ledger (src/scope.c: PP_SCOPE_INLINE
+ * inline, then the heap, doubling; never smaller until the end). */
+static bool ledger_grows(const mscope_t *m, size_t k)
+{
+    return k > (size_t)(m->cap - m->n);
+}
+
+static void ledger_grow(mscope_t *m, size_t k)
+{
+    uint64_t need = (uint64_t)m->n + k;
+    while (m->cap < need)
+        m->cap *= 2;
+}
+
+static void ledger_push(mscope_t *m, pp_ref_t ref)
+{
+    CHECK(m->n < LEDGER_MAX, "the model's ledger is full");
+    m->led[m->n++] = ref;
+}
+
+/* pp_scope_count of every scope of the input, against the model. */
+static void scope_check_counts(void)
+{
+    for (int si = 0; si < NSCOPES; si++) {
+        size_t want = M.sc[si].state == SC_OPEN ? M.sc[si].n : 0;
+        size_t got = pp_scope_count(&g_scope[si]);
+        CHECK(got == want, "pp_scope_count of scope %d (%s): %zu, the model holds %zu pins", si,
+              sc_names[M.sc[si].state], got, want);
+    }
+}
+
+/* Whether the scope's ledger must grow for k more refs, and whether that
+ * growth fails: it is the first allocation the call makes (the claim
+ * allocates nothing), so it fails if and only if an injected failure is
+ * due at the next allocation. */
+static bool scope_grow_fails(const mscope_t *m, size_t k, bool *grows)
+{
+    *grows = m->state == SC_OPEN && ledger_grows(m, k);
+    return *grows && atomic_load(&g_fault_left) == 0;
+}
+
+/* pp_scope_end of scope si, the model first: each ref of the ledger in its
+ * order is dropped as pp_unpin would drop it (pp_unpin_many of the whole
+ * ledger does the same when every pin is still there; otherwise the scope
+ * drops them one by one).  A pin dropped behind the scope's back (pp_unpin
+ * of a ref it holds) is missing then: the entry holds fewer pins than the
+ * scope has occurrences of its ref, and those occurrences fail with
+ * pp_unpin's error -- PP_ENOTPINNED for a live entry, PP_ESTALE for a dead
+ * or reclaimed one.  pinpool.h: the pins are dropped "in any order" and
+ * the first such error is returned, so any error that occurs may be the
+ * one.  No other error: an unpin fails only if a pin was dropped behind
+ * the scope's back, so not for an injected allocation failure (the
+ * registration pp_unpin_many may make). */
+static void scope_end(int si, const char *why)
+{
+    mscope_t *m = &M.sc[si];
+    unsigned allowed, errs = 0;
+    uint32_t n = m->n;
+    if (m->state != SC_OPEN) {
+        allowed = A(EINVAL);          /* ended, never initialized, or without a pool */
+    } else {
+        for (uint32_t k = 0; k < m->n; k++) {
+            pp_ref_t ref = m->led[k];
+            int i = classify(ref);
+            if (i < 0) {
+                errs |= A(ESTALE);
+            } else if (M.e[i].pins == 0) {
+                errs |= A(ENOTPINNED);   /* alive: a dead entry without pins is gone */
+            } else {
+                unpinned(&M.e[i]);
+                node_count(M.unpins, ref, 1);
+                trk_del(ref);
+            }
+        }
+        allowed = errs != 0 ? errs : A_OK;
+        m->state = SC_ENDED;
+        m->n = 0;
+        m->cap = PP_SCOPE_INLINE;
+    }
+    int rc = pp_scope_end(&g_scope[si]);
+    char call[128];
+    snprintf(call, sizeof call, "pp_scope_end(scope %d, %u pins%s%s)", si, n,
+             why != NULL ? ", " : "", why != NULL ? why : "");
+    check_rc_set(call, rc, allowed, false);
+}
+
+/* Ends the open scopes (before the pool is destroyed: their ledgers'
+ * memory is freed by pp_scope_end only). */
+static void scopes_end_open(const char *why)
+{
+    for (int si = 0; si < NSCOPES; si++)
+        if (M.sc[si].state == SC_OPEN)
+            scope_end(si, why);
+}
+
+/* scope: sub-op byte (bit 0: scope 0 or 1; bits 1-3: what), then its
+ * arguments.  Scopes are zeroed memory at the start of an input. */
+static void op_scope(rd_t *r)
+{
+    uint8_t sub = u8(r);
+    int si = sub & 1;
+    mscope_t *m = &M.sc[si];
+    pp_scope_t *s = &g_scope[si];
+    char call[160];
+    switch ((sub >> 1) & 7) {
+    case 0: {
+        /* init: flags (bit 0: the plain function, no call site; bit 1: a
+         * NULL pool).  Not on an open scope: its pins would be lost and
+         * its ledger's memory leaked (pinpool.h: initialized again after
+         * pp_scope_end). */
+        uint8_t fl = u8(r);
+        if (m->state == SC_OPEN) {
+            trace("scope %d is open: not initialized again", si);
+            break;
+        }
+        pp_pool_t *pool = (fl & 2) ? NULL : M.pool;
+        if (fl & 1)
+            (pp_scope_init)(s, pool);
+        else
+            pp_scope_init(s, pool);
+        trace("pp_scope_init(scope %d, %s%s) of a %s scope", si, pool ? "pool" : "NULL",
+              (fl & 1) ? ", no call site" : "", sc_names[m->state]);
+        m->state = pool ? SC_OPEN : SC_NOPOOL;
+        m->n = 0;
+        m->cap = PP_SCOPE_INLINE;
+        break;
+    }
+    case 1: {
+        /* pin: ref, flags (as op pin; (fl & 0x30) == 0x30: a NULL scope) */
+        pp_ref_t ref = pick_ref(r);
+        uint8_t fl = u8(r);
+        unsigned flags = fl & (PP_PIN_WRITE | PP_PIN_NOWAIT);
+        if (fl & 0x04)
+            flags |= 0x4u << (fl >> 6);
+        bool data_null = fl & 0x08, scope_null = (fl & 0x30) == 0x30;
+        int i = classify(ref);
+        unsigned allowed;
+        bool grows = false, grow_fails = false;
+        if (scope_null || m->state != SC_OPEN) {
+            allowed = A(EINVAL);
+        } else {
+            /* pp_pin's outcomes, plus PP_ENOMEM when the ledger cannot
+             * grow: then no pin (the call can fail otherwise first). */
+            allowed = (flags & ~(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0
+                          ? A(EINVAL)
+                          : pin_allowed(i, flags, 0, i >= 0 ? M.e[i].size : 0);
+            grow_fails = scope_grow_fails(m, 1, &grows);
+            if (grow_fails)
+                allowed = (allowed & ~A_OK) | A(ENOMEM);
+        }
+        void *p = NULL;
+        int rc = pp_scope_pin(scope_null ? NULL : s, ref, flags, data_null ? NULL : &p);
+        snprintf(call, sizeof call, "pp_scope_pin(scope %d %s, %u pins, 0x%016" PRIx64
+                 " [entry %d], 0x%x%s%s)", si, scope_null ? "NULL" : sc_names[m->state], m->n,
+                 ref, i, flags, data_null ? ", data NULL" : "", grows ? ", ledger grows" : "");
+        check_rc(call, rc, allowed);
+        if (grows && !grow_fails)
+            ledger_grow(m, 1);     /* room is made before the pin */
+        if (rc != 0)
+            break;
+        pinned(&M.e[i], data_null ? NULL : p, flags);
+        node_count(M.pins, ref, 1);
+        trk_add(ref);
+        ledger_push(m, ref);
+        break;
+    }
+    case 2: {
+        /* pin_many: count byte, flags, refs (as op pin_many; (fl & 0x38) ==
+         * 0x38: a NULL scope) */
+        uint8_t cb = u8(r), fl = u8(r);
+        size_t n = cb % (MAX_MANY + 1);
+        bool refs_null = (cb & 0x30) == 0x30, data_null = cb & 0x40;
+        unsigned flags = fl & (PP_PIN_WRITE | PP_PIN_NOWAIT);
+        if (fl & 0x04)
+            flags |= 0x4u << (fl >> 6);
+        bool scope_null = (fl & 0x38) == 0x38;
+        pp_ref_t refs[MAX_MANY];
+        int idx[MAX_MANY];
+        for (size_t k = 0; k < n; k++) {
+            refs[k] = pick_ref(r);
+            idx[k] = classify(refs[k]);
+        }
+        unsigned allowed;
+        bool grows = false, grow_fails = false;
+        if (scope_null || m->state != SC_OPEN || (refs_null && n > 0)) {
+            allowed = A(EINVAL);
+        } else {
+            /* pinpool.h: room for all n is made first, so PP_ENOMEM takes
+             * no pin. */
+            allowed = (flags & ~(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0
+                          ? A(EINVAL)
+                          : pin_many_allowed(refs, idx, n, flags);
+            grow_fails = scope_grow_fails(m, n, &grows);
+            if (grow_fails)
+                allowed = (allowed & ~A_OK) | A(ENOMEM);
+        }
+        void *ptrs[MAX_MANY];
+        memset(ptrs, 0, sizeof ptrs);
+        int rc = pp_scope_pin_many(scope_null ? NULL : s, refs_null ? NULL : refs, n, flags,
+                                   data_null ? NULL : ptrs);
+        snprintf(call, sizeof call,
+                 "pp_scope_pin_many(scope %d %s, %u pins, n %zu, flags 0x%x%s%s%s)", si,
+                 scope_null ? "NULL" : sc_names[m->state], m->n, n, flags,
+                 refs_null ? ", refs NULL" : "", data_null ? ", data NULL" : "",
+                 grows ? ", ledger grows" : "");
+        check_rc(call, rc, allowed);
+        if (grows && !grow_fails)
+            ledger_grow(m, n);
+        if (rc != 0)
+            break;
+        pinned_many(refs, idx, n, flags, data_null ? NULL : ptrs);
+        for (size_t k = 0; k < n; k++)
+            ledger_push(m, refs[k]);
+        break;
+    }
+    case 3: {
+        /* unpin: ref, flags ((b & 0x0f) == 0x0f: a NULL scope).  Drops the
+         * most recent pin of ref the scope holds; PP_ENOTPINNED if it holds
+         * none (even if the entry is pinned otherwise); pp_unpin's errors
+         * (the pin stays recorded) if the pin was dropped behind its back. */
+        pp_ref_t ref = pick_ref(r);
+        bool scope_null = (u8(r) & 0x0f) == 0x0f;
+        int i = classify(ref);
+        uint32_t pos = 0;
+        unsigned allowed;
+        if (scope_null || m->state != SC_OPEN) {
+            allowed = A(EINVAL);
+        } else {
+            pos = m->n;
+            while (pos > 0 && m->led[pos - 1] != ref)
+                pos--;
+            if (pos == 0)
+                allowed = A(ENOTPINNED);
+            else if (i < 0)
+                allowed = A(ESTALE);
+            else if (M.e[i].pins == 0)
+                allowed = A(ENOTPINNED);
+            else
+                allowed = A_OK;
+        }
+        int rc = pp_scope_unpin(scope_null ? NULL : s, ref);
+        snprintf(call, sizeof call, "pp_scope_unpin(scope %d %s, %u pins, 0x%016" PRIx64
+                 " [entry %d]%s)", si, scope_null ? "NULL" : sc_names[m->state], m->n, ref, i,
+                 pos == 0 && !scope_null && m->state == SC_OPEN ? ", not in the scope" : "");
+        check_rc(call, rc, allowed);
+        if (rc != 0)
+            break;
+        m->led[pos - 1] = m->led[--m->n];
+        unpinned(&M.e[i]);
+        node_count(M.unpins, ref, 1);
+        trk_del(ref);
+        break;
+    }
+    case 4:
+        scope_end(si, NULL);
+        break;
+    case 5:
+        /* count: checked after every scope op; here the NULL scope too. */
+        CHECK(pp_scope_count(NULL) == 0, "pp_scope_count(NULL) != 0");
+        trace("pp_scope_count(scope %d %s) -> %zu", si, sc_names[m->state], pp_scope_count(s));
+        break;
+    case 6:
+        /* zero: the memory of a scope that is not open, zeroed (never
+         * initialized as far as the pool can tell). */
+        if (m->state == SC_OPEN) {
+            trace("scope %d is open: not zeroed", si);
+            break;
+        }
+        memset(s, 0, sizeof *s);
+        trace("scope %d (%s) zeroed", si, sc_names[m->state]);
+        m->state = SC_ZERO;
+        break;
+    default: {
+        /* NULL scope for every call: ref */
+        pp_ref_t ref = pick_ref(r);
+        void *p;
+        check_rc("pp_scope_pin(NULL)", pp_scope_pin(NULL, ref, 0, &p), A(EINVAL));
+        check_rc("pp_scope_pin_many(NULL)", pp_scope_pin_many(NULL, &ref, 1, 0, NULL), A(EINVAL));
+        check_rc("pp_scope_pin_many(NULL, n 0)", pp_scope_pin_many(NULL, NULL, 0, 0, NULL),
+                 A(EINVAL));
+        check_rc("pp_scope_unpin(NULL)", pp_scope_unpin(NULL, ref), A(EINVAL));
+        check_rc("pp_scope_end(NULL)", pp_scope_end(NULL), A(EINVAL));
+        CHECK(pp_scope_count(NULL) == 0, "pp_scope_count(NULL) != 0");
+        break;
+    }
+    }
+    scope_check_counts();
+}
+
 /* destroy: flags.  Refused while pinned (the pool stays usable). */
 static bool op_destroy(rd_t *r)
 {
@@ -1959,6 +2321,11 @@ static bool op_destroy(rd_t *r)
     }
     if (pins > PP_MAX_PINS / 2)
         return false;             /* a report line per pin: too many */
+    /* Nothing pinned: the destroy will succeed, so the open scopes are
+     * ended first (their ledgers may still hold refs whose pins were
+     * dropped behind their backs). */
+    if (pinned_ents == 0)
+        scopes_end_open("before pp_pool_destroy");
     int rc = pp_pool_destroy(M.pool);
     check_rc("pp_pool_destroy", rc, pinned_ents ? A(EBUSY) : A_OK);
     if (rc != 0) {
@@ -2016,6 +2383,7 @@ static bool run_op(rd_t *in, int op)
         break;
     }
     case OP_THREAD: op_thread(in); break;
+    case OP_SCOPE: op_scope(in); break;
     default: break;
     }
     return false;
@@ -2073,7 +2441,8 @@ static void op_thread(rd_t *r)
 static void finish(void)
 {
     g_opname = "finish";
-    /* Every pin, then every owner. */
+    /* Every open scope, every pin, then every owner. */
+    scopes_end_open("finish");
     for (int i = 0; i < M.n; i++) {
         ent_t *x = &M.e[i];
         while (!x->gone && x->pins > 0) {
@@ -2117,6 +2486,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rd_t in = {data, size, 0};
     free(M.trk);
     memset(&M, 0, sizeof M);
+    memset(g_scope, 0, sizeof g_scope);   /* every scope was ended (or never opened) */
     M.reg = 1;
     g_nrecs = 0;
     t_caller = true;
@@ -2161,15 +2531,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         M.nnodes = 2;   /* this machine with more nodes: model counts fold (unused) */
 
     for (g_opno = 1; g_opno <= MAX_OPS && in.i < in.n; g_opno++) {
-        if (run_op(&in, op_of(u8(&in)))) {
+        uint8_t ob = u8(&in);
+        if (g_trace)
+            fprintf(stderr, "op #%d: byte 0x%02x: %s\n", g_opno, ob, op_names[op_of(ob)]);
+        if (run_op(&in, op_of(ob))) {
             atomic_store(&g_fault_left, -1);
             free(M.trk);
             M.trk = NULL;
             return 0;
         }
         reports_expect(&M.report_mark, 0, "an op that reports nothing");
-        CHECK(pp__pool_is_valid(M.pool), "pp__pool_is_valid: an entry breaks the "
-              "invariants of entry.h");
+        /* pp__pool_is_valid checks across words (hot slots against the
+         * entries that hold them) and holds only while no call runs; with
+         * swap the swap threads run (their eviction hand demotes hot
+         * entries), so only what holds at every instant is checked then
+         * (pp_pool_destroy checks the rest once they have stopped). */
+        if (M.swap)
+            CHECK(pp__pool_words_valid(M.pool), "pp__pool_words_valid: an entry's word "
+                  "breaks the invariants of entry.h");
+        else
+            CHECK(pp__pool_is_valid(M.pool), "pp__pool_is_valid: an entry breaks the "
+                  "invariants of entry.h");
     }
     atomic_store(&g_fault_left, -1);
     (void)fault_fired();

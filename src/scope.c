@@ -170,8 +170,10 @@ int pp_scope_end(pp_scope_t *s)
                 rc = e;
         }
     }
-    pp__free(s->heap_);
-    s->heap_ = NULL;
+    if (s->heap_ != NULL) {
+        pp__free(s->heap_);
+        s->heap_ = NULL;
+    }
     s->n_ = s->cap_ = 0;
     s->state_ = PP__SCOPE_ENDED;
     pp__scope_leave(s);

@@ -1581,22 +1581,46 @@ static void pinned_many(const pp_ref_t *refs, const int *idx, size_t n, unsigned
     }
 }
 
+/* The arguments of a pin_many, pp_pin_many's or pp_scope_pin_many's: a
+ * count byte, a flags byte, the refs.  (fl & 0x38) == 0x38: the call's
+ * first argument (pool or scope) is NULL; *fl: the flags byte. */
+typedef struct many_args {
+    size_t n;
+    bool refs_null, data_null, first_null;
+    unsigned flags;
+    uint8_t fl;
+    pp_ref_t refs[MAX_MANY];
+    int idx[MAX_MANY];
+} many_args_t;
+
+static void read_many(rd_t *r, many_args_t *a)
+{
+    uint8_t cb = u8(r), fl = u8(r);
+    a->n = cb % (MAX_MANY + 1);
+    a->refs_null = (cb & 0x30) == 0x30;
+    a->data_null = cb & 0x40;
+    a->flags = fl & (PP_PIN_WRITE | PP_PIN_NOWAIT);
+    if (fl & 0x04)
+        a->flags |= 0x4u << (fl >> 6);       /* an unknown flag */
+    a->first_null = (fl & 0x38) == 0x38;
+    a->fl = fl;
+    for (size_t k = 0; k < a->n; k++) {
+        a->refs[k] = pick_ref(r);
+        a->idx[k] = classify(a->refs[k]);
+    }
+}
+
 /* pin_many: count byte, flags, refs */
 static void op_pin_many(rd_t *r)
 {
-    uint8_t cb = u8(r), fl = u8(r);
-    size_t n = cb % (MAX_MANY + 1);
-    bool refs_null = (cb & 0x30) == 0x30, data_null = cb & 0x40;
-    unsigned flags = fl & (PP_PIN_WRITE | PP_PIN_NOWAIT);
-    if (fl & 0x04)
-        flags |= 0x4u << (fl >> 6);
-    bool pool_null = (fl & 0x38) == 0x38;
-    pp_ref_t refs[MAX_MANY];
-    int idx[MAX_MANY];
-    for (size_t k = 0; k < n; k++) {
-        refs[k] = pick_ref(r);
-        idx[k] = classify(refs[k]);
-    }
+    many_args_t a;
+    read_many(r, &a);
+    size_t n = a.n;
+    bool refs_null = a.refs_null, data_null = a.data_null, pool_null = a.first_null;
+    unsigned flags = a.flags;
+    uint8_t fl = a.fl;
+    pp_ref_t *refs = a.refs;
+    int *idx = a.idx;
     unsigned allowed;
     if (pool_null || (refs_null && n > 0) || (flags & ~(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0)
         allowed = A(EINVAL);
@@ -2179,19 +2203,13 @@ static void op_scope(rd_t *r)
     case 2: {
         /* pin_many: count byte, flags, refs (as op pin_many; (fl & 0x38) ==
          * 0x38: a NULL scope) */
-        uint8_t cb = u8(r), fl = u8(r);
-        size_t n = cb % (MAX_MANY + 1);
-        bool refs_null = (cb & 0x30) == 0x30, data_null = cb & 0x40;
-        unsigned flags = fl & (PP_PIN_WRITE | PP_PIN_NOWAIT);
-        if (fl & 0x04)
-            flags |= 0x4u << (fl >> 6);
-        bool scope_null = (fl & 0x38) == 0x38;
-        pp_ref_t refs[MAX_MANY];
-        int idx[MAX_MANY];
-        for (size_t k = 0; k < n; k++) {
-            refs[k] = pick_ref(r);
-            idx[k] = classify(refs[k]);
-        }
+        many_args_t a;
+        read_many(r, &a);
+        size_t n = a.n;
+        bool refs_null = a.refs_null, data_null = a.data_null, scope_null = a.first_null;
+        unsigned flags = a.flags;
+        pp_ref_t *refs = a.refs;
+        int *idx = a.idx;
         unsigned allowed;
         bool grows = false, grow_fails = false;
         if (scope_null || m->state != SC_OPEN || (refs_null && n > 0)) {

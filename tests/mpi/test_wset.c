@@ -1,7 +1,7 @@
 /* test_wset.c -- sets of weight intervals (src/mpi/wset.c), against a
  * bitmap of a small universe: every operation's result and the set's
  * invariants after it. */
-#include <criterion/criterion.h>
+#include "helpers.h" /* first: Criterion under the sanitizers */
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,154 @@
+/*
+ * pinpool_mpi.h -- pinpool across ranks on MPI (DRAFT on the mpi branch:
+ * declarations and their contract, no implementation yet).
+ *
+ * A separate library, libpinpool_mpi (CMake target pinpool::mpi,
+ * pkg-config pinpool-mpi), over the core library and MPI; the core has no
+ * MPI dependency.
+ *
+ * ---------------------------------------------------------------------------
+ * Concepts
+ * ---------------------------------------------------------------------------
+ *  Home         the rank whose local pool holds an entry.  Only the home
+ *               writes it.
+ *  Global ref   pp_gref_t: home rank, the home's local ref, a version.  A
+ *               value: copying it owns nothing, as a pp_ref_t.
+ *  Version      each home write pin, when unpinned, publishes a new
+ *               version (the put publishes version 1).  A pin names the
+ *               version it needs at least (0: the home's current one) and
+ *               is told which one it got: a versioned ref is also a
+ *               dataflow future.
+ *  Owner        as in pinpool.h: an entry lives while it has owners.
+ *               Owners on other ranks are counted by weight, never by
+ *               increment messages: see "Owners across ranks".
+ *  Token        an owner in transit: pp_mpi_export makes one, the
+ *               scheduler carries it in its own messages (it is a plain
+ *               struct of bytes), pp_mpi_import on the receiving rank turns
+ *               it into an owner there.
+ *  Cached copy  a remote pin's local, read-only copy: an entry of the local
+ *               pool (counted against its memory limit, evicted by its
+ *               CLOCK hand, never while pinned, dropped rather than swapped:
+ *               the home has the data).
+ *
+ * ---------------------------------------------------------------------------
+ * Owners across ranks
+ * ---------------------------------------------------------------------------
+ *  The home mints weight for every export it makes: a fresh interval of
+ *  the entry's 2^64 weight space, never reused.  A token carries an
+ *  interval; a rank holds the intervals of the tokens it imported (and
+ *  exports by splitting one of them, with no message); when its last local
+ *  owner of a global ref is released, its intervals go back to the home in
+ *  the next batch (one message per home per batch, many refs in it).  The
+ *  home drops the owner it keeps for the other ranks when every interval
+ *  it minted has come back exactly once.  Consequences:
+ *   - no order of messages frees an entry early: the weight of a token in
+ *     flight is still out;
+ *   - a token imported twice while its first copy is held is refused
+ *     (PP_EINVAL); a duplicate imported after the first went home is
+ *     refused by the home when it comes back (counted in the stats and
+ *     reported); neither frees early or late;
+ *   - a token that is never imported is weight that never comes back: the
+ *     entry stays until pp_mpi_token_drop returns it, or until destroy,
+ *     which reports it.
+ *
+ * ---------------------------------------------------------------------------
+ * Threads and MPI
+ * ---------------------------------------------------------------------------
+ *  The layer calls MPI only from its progress thread (one per pp_mpi_t),
+ *  on a communicator it duplicates, with MPI_ERRORS_RETURN: an MPI failure
+ *  is a PP_EIO and a report line, never an abort of the job.  MPI must be
+ *  initialized with MPI_THREAD_MULTIPLE if the application calls MPI while
+ *  the layer runs, and at least MPI_THREAD_SERIALIZED otherwise
+ *  (pp_mpi_create returns PP_ENOTSUP below that).  pp_mpi_create and
+ *  pp_mpi_destroy are collective over the communicator and call MPI from
+ *  the calling thread, before the progress thread starts and after it
+ *  stops.  Every other call may be made from any thread.  An idle
+ *  progress thread polls with a backoff to 1 ms sleeps: little CPU, and
+ *  up to that long for the first request after an idle spell.
+ * ---------------------------------------------------------------------------
+ */
+#ifndef PINPOOL_MPI_H
+#define PINPOOL_MPI_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "pinpool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pp_mpi pp_mpi_t;          /* opaque */
+
+typedef struct pp_gref {
+    pp_ref_t ref;                        /* the home's local ref */
+    uint32_t rank;                       /* the home */
+    uint32_t version;                    /* needed at least; 0: current */
+} pp_gref_t;
+
+typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
+    pp_gref_t gref;
+    uint64_t lo, hi;                     /* its weight: [lo, hi) */
+} pp_mpi_token_t;
+
+/* Type flag (pp_type_t.flags): cached copies of entries of this type are
+ * dropped by eviction, never written to swap (the home holds the data). */
+#define PP_TYPE_DISCARD 0x2u
+
+/* Collective.  pool: this rank's local pool (it must outlive m).  Errors:
+ * PP_EINVAL, PP_ENOTSUP (MPI not initialized, or a thread level below
+ * MPI_THREAD_SERIALIZED), PP_EIO (an MPI call failed), PP_ENOMEM. */
+int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out);
+/* Collective.  Drains what is in flight, returns the weight this rank
+ * holds, and reports owners other ranks never returned (and tokens never
+ * imported).  PP_EBUSY: a remote pin is still held here (nothing done). */
+int pp_mpi_destroy(pp_mpi_t *m);
+
+/* pp_put on this rank; *out names it, version 1, with one local owner. */
+int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type,
+               unsigned flags, pp_gref_t *out);
+
+/* Owners.  export: a token of one owner of ref, taken from this rank's
+ * (the caller keeps its own owner); import: the token's owner, here.
+ * drop: a token that will never be imported goes home.  retain and
+ * release: local while this rank holds weight of ref (no message).
+ * Errors: PP_ESTALE (ref of a dead entry, or one this rank holds no owner
+ * of: no message is sent), PP_EINVAL (garbage rank or ref; a token
+ * already imported here and not yet returned), PP_ENOMEM. */
+int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out);
+int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out);
+int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token);
+int pp_mpi_retain(pp_mpi_t *m, pp_gref_t ref);
+int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
+
+/* Pins.  On the home, pp_pin (PP_PIN_WRITE allowed; its unpin publishes a
+ * new version).  Elsewhere, a read-only cached copy of at least
+ * ref.version: a hit is a local lookup and a local pin, no MPI call; a
+ * miss asks the home and waits (PP_PIN_NOWAIT: PP_EAGAIN at once, the
+ * request sent).  *got: the version pinned (may be NULL).  Errors: those
+ * of pp_pin, PP_ENOTSUP (PP_PIN_WRITE of a remote ref), PP_ESTALE (the
+ * home's entry is dead), PP_EIO (MPI failed, or the home could not
+ * answer). */
+int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
+int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags,
+                    void **data, uint32_t *got);
+int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref);
+/* Starts fetching a remote ref's copy (a home ref: pp_prefetch). */
+int pp_mpi_prefetch(pp_mpi_t *m, pp_gref_t ref);
+
+typedef struct pp_mpi_stats {
+    uint64_t misses, hits;               /* remote pins */
+    uint64_t requests_served;            /* as a home */
+    uint64_t bytes_fetched, bytes_served;
+    uint64_t weight_messages;            /* weight returns sent */
+    uint64_t refused_returns;            /* duplicate or garbage weight, as a home */
+    uint64_t refused_imports;            /* tokens refused here */
+} pp_mpi_stats_t;
+int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PINPOOL_MPI_H */

@@ -23,14 +23,8 @@ if(NOT PP_CONFIG)
     set(PP_CONFIG Release)
 endif()
 
-function(run what)
-    string(REPLACE ";" " " shown "${ARGN}")
-    message(STATUS "${what}: ${shown}")
-    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0)
-        message(FATAL_ERROR "consumer_test: ${what} failed (${rc})")
-    endif()
-endfunction()
+set(PP_SCRIPT consumer_test)
+include(${CMAKE_CURRENT_LIST_DIR}/script_run.cmake)
 
 set(prefix "${PP_WORK_DIR}/prefix")
 set(build "${PP_WORK_DIR}/build")
@@ -38,7 +32,7 @@ file(REMOVE_RECURSE "${PP_WORK_DIR}")
 file(MAKE_DIRECTORY "${PP_WORK_DIR}")
 
 # 1. Install.
-run("install" "${CMAKE_COMMAND}" --install "${PP_BINARY_DIR}"
+pp_run("install" "${CMAKE_COMMAND}" --install "${PP_BINARY_DIR}"
     --prefix "${prefix}" --config "${PP_CONFIG}")
 
 # The headers: pinpool.hpp beside pinpool.h, so that one -I serves both.
@@ -53,7 +47,7 @@ if(NOT EXISTS "${incdir}/pinpool.hpp")
 endif()
 
 # 2. find_package(pinpool) in a separate project.
-run("configure consumer" "${CMAKE_COMMAND}"
+pp_run("configure consumer" "${CMAKE_COMMAND}"
     -S "${PP_SOURCE_DIR}/tests/consumer" -B "${build}"
     -G "${PP_GENERATOR}"
     "-DCMAKE_BUILD_TYPE=${PP_CONFIG}"
@@ -61,7 +55,7 @@ run("configure consumer" "${CMAKE_COMMAND}"
     "-DCMAKE_CXX_COMPILER=${PP_CXX_COMPILER}"
     "-DCMAKE_PREFIX_PATH=${prefix}"
     "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
-run("build consumer" "${CMAKE_COMMAND}" --build "${build}" --config "${PP_CONFIG}")
+pp_run("build consumer" "${CMAKE_COMMAND}" --build "${build}" --config "${PP_CONFIG}")
 
 foreach(exe consumer_shared consumer_static consumer_cxx_shared consumer_cxx_static)
     file(GLOB_RECURSE found LIST_DIRECTORIES false "${build}/${exe}")
@@ -69,7 +63,7 @@ foreach(exe consumer_shared consumer_static consumer_cxx_shared consumer_cxx_sta
         message(FATAL_ERROR "consumer_test: ${exe} was not built")
     endif()
     list(GET found 0 found)
-    run("run ${exe}" "${found}")
+    pp_run("run ${exe}" "${found}")
 endforeach()
 
 # 3. pkg-config.
@@ -92,14 +86,14 @@ if(at EQUAL -1)
     message(FATAL_ERROR "consumer_test: pkg-config gave '${pc_flags}', without -I${prefix}/...")
 endif()
 separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-run("compile with pkg-config" "${PP_C_COMPILER}" -std=c11 -Wall -Wextra -Werror
+pp_run("compile with pkg-config" "${PP_C_COMPILER}" -std=c11 -Wall -Wextra -Werror
     "${PP_SOURCE_DIR}/tests/consumer/main.c" -o "${PP_WORK_DIR}/consumer_pkgconfig"
     ${pc_flags})
-run("compile C++ with pkg-config" "${PP_CXX_COMPILER}" -std=c++17 -Wall -Wextra -Werror
+pp_run("compile C++ with pkg-config" "${PP_CXX_COMPILER}" -std=c++17 -Wall -Wextra -Werror
     -pedantic "${PP_SOURCE_DIR}/tests/consumer/main.cpp"
     -o "${PP_WORK_DIR}/consumer_cxx_pkgconfig" ${pc_flags})
 set(ENV{LD_LIBRARY_PATH} "${libdir}")
-run("run consumer_pkgconfig" "${PP_WORK_DIR}/consumer_pkgconfig")
-run("run consumer_cxx_pkgconfig" "${PP_WORK_DIR}/consumer_cxx_pkgconfig")
+pp_run("run consumer_pkgconfig" "${PP_WORK_DIR}/consumer_pkgconfig")
+pp_run("run consumer_cxx_pkgconfig" "${PP_WORK_DIR}/consumer_cxx_pkgconfig")
 
 message(STATUS "consumer_test: ok")

@@ -20,7 +20,8 @@
  *                  moving transfers, the destructor releases (pp_release).
  *  pinned<T>       one read pin (move-only); data() is const T *.
  *  pinned_write<T> one PP_PIN_WRITE pin (move-only); data() is T *.
- *  pinned_many<T>  the pins of one pp_pin_many, all or none (move-only).
+ *  pinned_many<T>  the pins of one pp_pin_many, all or none (move-only);
+ *                  PP_PIN_WRITE unless T is const (the default: const void).
  *  scope           a pp_scope_t (neither copied nor moved): every pin taken
  *                  through it is dropped when it ends or is destroyed,
  *                  exception unwinding included.
@@ -504,14 +505,19 @@ class pinned_write : public detail::pin_guard<pinned_write<T>, T, PP_PIN_WRITE> 
 };
 
 /* The pins of one pp_pin_many, all or none: data(i) is the data of refs[i]
- * as T * (pinned_many<const T> for read-only data; write through it only
- * with PP_PIN_WRITE in the flags).  The guard keeps its own copy of the
- * refs: inline_refs of them (and their data pointers) inside the object,
- * more in one malloc. */
-template <class T = void>
+ * as T *.  As for the single guards, the type says read or write:
+ * pinned_many<const T> (and the default, const void) pins for reading;
+ * pinned_many<T> with T not const gives writable pointers, so it always
+ * adds PP_PIN_WRITE and every entry is marked dirty (a write under a read
+ * pin would be lost by a clean eviction).  The guard keeps its own copy of
+ * the refs: inline_refs of them (and their data pointers) inside the
+ * object, more in one malloc. */
+template <class T = const void>
 class pinned_many {
  public:
     static constexpr size_t inline_refs = 8;
+    /* PP_PIN_WRITE when the pointers are writable. */
+    static constexpr unsigned forced_flags = std::is_const_v<T> ? 0u : PP_PIN_WRITE;
 
     pinned_many() noexcept = default;
 #if defined(__cpp_exceptions)
@@ -592,7 +598,7 @@ class pinned_many {
         }
         if (n != 0)
             std::memcpy(refs_, refs, n * sizeof *refs);
-        int rc = pp_pin_many_loc(pool, refs_, n, flags, data_, file, line);
+        int rc = pp_pin_many_loc(pool, refs_, n, flags | forced_flags, data_, file, line);
         if (rc != 0) {
             clear();
             return rc;
@@ -738,7 +744,7 @@ class pool {
     {
         return pinned_write<T>(p_, ref, flags, file, line);
     }
-    template <class T = void>
+    template <class T = const void>
     pinned_many<T> pin_many(const pp_ref_t *refs, size_t n, unsigned flags = 0,
                             const char *file = PP__CXX_FILE, int line = PP__CXX_LINE)
     {

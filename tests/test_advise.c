@@ -217,6 +217,10 @@ static void swap_out(pp_pool_t *pool, unsigned node, pp_ref_t target)
             assert_rc(pp_release(pool, fill[i]), 0);
     }
     cr_assert(WAIT_UNTIL(STAT_TOTAL(pool, frees) >= frees0 + nf, TEST_WAIT_MS));
+    /* The target's eviction commits (its state reads swapped out) before
+     * the swap thread frees its bytes and returns their reservation; the
+     * drain waits for that tail, so the caller may count reserved bytes. */
+    test_drain(pool);
     free(fill);
 }
 

@@ -308,10 +308,12 @@ static size_t find_one(pp_pool_t *pool, const pp_ref_t *refs, size_t n, unsigned
  * for their reclamation, so their slots are reused and the node's slot
  * range stays small: the CLOCK hand then keeps coming round, also to
  * targets whose recency bit is set (it only comes round when it runs past
- * the last slot; see clock_evicts_entry_not_pinned_again).  Afterwards the
- * swap threads have nothing of ours in flight (every filler's I/O ended
- * before it could be freed; targets are not resident) and the pool's
- * resident bytes are what it held besides targets and fillers.
+ * the last slot; see clock_evicts_entry_not_pinned_again).  Afterwards,
+ * once a drain has also waited for the tail of each eviction (an evicted
+ * entry's state reads swapped out from the commit on, before the swap
+ * thread frees its bytes and returns their reservation), the swap threads
+ * have nothing of ours in flight and the pool's resident bytes are what
+ * it held besides targets and fillers.
  */
 #define SWAP_OUT_MAX 1024
 static void swap_out(pp_pool_t *pool, unsigned node, const pp_ref_t *targets, size_t n)
@@ -343,6 +345,7 @@ static void swap_out(pp_pool_t *pool, unsigned node, const pp_ref_t *targets, si
     }
     cr_assert(WAIT_UNTIL(STAT_TOTAL(pool, frees) >= frees0 + nf, TEST_WAIT_MS),
               "fillers never freed");
+    test_drain(pool);                    /* the evictions' tails (above) */
     free(fill);
 }
 

@@ -22,7 +22,11 @@ static_assert(std::is_same_v<decltype(pinned<int>().data()), const int *>);
 static_assert(std::is_same_v<decltype(pinned<void>().data()), const void *>);
 static_assert(std::is_same_v<decltype(pinned_write<int>().data()), int *>);
 static_assert(std::is_same_v<decltype(pinned_write<void>().data()), void *>);
-static_assert(std::is_same_v<decltype(pinned_many<>().data(0)), void *>);
+static_assert(std::is_same_v<decltype(pinned_many<>().data(0)), const void *>);
+static_assert(std::is_same_v<decltype(pinned_many<void>().data(0)), void *>);
+static_assert(pinned_many<>::forced_flags == 0u && pinned_many<const int>::forced_flags == 0u);
+static_assert(pinned_many<int>::forced_flags == PP_PIN_WRITE &&
+              pinned_many<void>::forced_flags == PP_PIN_WRITE);
 static_assert(std::is_same_v<decltype(pinned_many<const double>().data(0)), const double *>);
 static_assert(!std::is_same_v<pinned<int>, pinned_write<int>>);
 static_assert(!std::is_convertible_v<pinned_write<int>, pinned<int>>);
@@ -282,6 +286,29 @@ TEST_CASE(pinned_many_write_marks_every_entry_dirty)
     CHECK((info_of(pool.get(), b.ref()).state & PP_STATE_DIRTY) != 0);
     CHECK_RC(w.unpin(), 0);
     CHECK(pool.pin<int>(b.ref())[0] == 200);
+}
+
+// Writable pointers come only with a write pin: pinned_many<int> marks its
+// entries dirty without PP_PIN_WRITE in the flags, pinned_many<const int>
+// leaves them clean.
+TEST_CASE(pinned_many_of_writable_data_is_a_write_pin)
+{
+    pinpool::pool pool(test_options());
+    pinpool::owner a = put_ints(pool, 4), b = put_ints(pool, 4);
+    pp_ref_t ra[1] = {a.ref()}, rb[1] = {b.ref()};
+    {
+        pinned_many<const int> r = pool.pin_many<const int>(rb, 1);
+        CHECK((info_of(pool.get(), b.ref()).state & PP_STATE_DIRTY) == 0);
+    }
+    {
+        pinned_many<int> w = pool.pin_many<int>(ra, 1);
+        w.data(0)[0] = 7;
+        CHECK((info_of(pool.get(), a.ref()).state & PP_STATE_DIRTY) != 0);
+    }
+    pinned_many<int> t;
+    CHECK_RC(pinned_many<int>::try_pin(pool.get(), rb, 1, 0, t), 0);
+    CHECK((info_of(pool.get(), b.ref()).state & PP_STATE_DIRTY) != 0);
+    CHECK(pool.pin<int>(a.ref())[0] == 7);
 }
 
 TEST_CASE(pinned_many_moves_inline_and_heap)

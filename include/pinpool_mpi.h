@@ -1,6 +1,5 @@
 /*
- * pinpool_mpi.h -- pinpool across ranks on MPI (DRAFT on the mpi branch:
- * declarations and their contract, no implementation yet).
+ * pinpool_mpi.h -- pinpool across ranks on MPI.
  *
  * A separate library, libpinpool_mpi (CMake target pinpool::mpi,
  * pkg-config pinpool-mpi), over the core library and MPI; the core has no
@@ -92,9 +91,8 @@ typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
     uint64_t lo, hi;                     /* its weight: [lo, hi) */
 } pp_mpi_token_t;
 
-/* Type flag (pp_type_t.flags): cached copies of entries of this type are
- * dropped by eviction, never written to swap (the home holds the data). */
-#define PP_TYPE_DISCARD 0x2u
+/* PP_TYPE_DISCARD (pinpool.h): the type flag of the cached copies, which
+ * eviction drops instead of writing (the home holds the data). */
 
 /* Collective.  pool: this rank's local pool (it must outlive m).  Errors:
  * PP_EINVAL, PP_ENOTSUP (MPI not initialized, or a thread level below
@@ -133,7 +131,13 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
 int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
 int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags,
                     void **data, uint32_t *got);
-int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref);
+/* Drops a pin taken by pp_mpi_pin or pp_mpi_pin_many.  flags: the pin's
+ * flags (PP_PIN_WRITE matters: a home write pin's unpin publishes the next
+ * version); data: the pointer the pin gave (a remote pin's copy is found
+ * from it, with no lookup: several versions of one ref may be pinned here
+ * at once).  Errors: PP_EINVAL (data is not a pin of ref), those of
+ * pp_unpin.  No lock, no MPI call. */
+int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
 /* Starts fetching a remote ref's copy (a home ref: pp_prefetch). */
 int pp_mpi_prefetch(pp_mpi_t *m, pp_gref_t ref);
 

@@ -1,0 +1,58 @@
+# cmake/pinpool_mpi.cmake -- libpinpool_mpi (target pinpool::mpi, header
+# include/pinpool_mpi.h, pkg-config pinpool-mpi): pinpool across ranks on
+# MPI.  Built only when CMake finds MPI for C (Debian: libopenmpi-dev); the
+# core library never depends on MPI.
+find_package(MPI COMPONENTS C QUIET)
+if(NOT MPI_C_FOUND)
+    message(STATUS "MPI not found: libpinpool_mpi and its tests are not built "
+                   "(Debian: libopenmpi-dev openmpi-bin)")
+    set(PINPOOL_HAVE_MPI OFF)
+    return()
+endif()
+set(PINPOOL_HAVE_MPI ON)
+
+set(PINPOOL_MPI_SOURCES
+    src/mpi/layer.c
+    src/mpi/home.c
+    src/mpi/remote.c
+    src/mpi/progress.c
+    src/mpi/wset.c
+    src/mpi/wire.c
+    src/mpi/transport_mpi.c)
+set(PINPOOL_MPI_HEADERS
+    src/mpi/layer.h
+    src/mpi/wset.h
+    src/mpi/wire.h
+    src/mpi/transport.h
+    include/pinpool_mpi.h)
+
+add_library(pinpool_mpi_objects OBJECT ${PINPOOL_MPI_SOURCES} ${PINPOOL_MPI_HEADERS})
+pinpool_library_settings(pinpool_mpi_objects)
+target_compile_definitions(pinpool_mpi_objects PRIVATE PP__WITH_MPI=1)
+target_link_libraries(pinpool_mpi_objects PRIVATE MPI::MPI_C)
+
+add_library(pinpool_mpi SHARED $<TARGET_OBJECTS:pinpool_mpi_objects>)
+add_library(pinpool::mpi ALIAS pinpool_mpi)
+set_target_properties(pinpool_mpi PROPERTIES
+    VERSION ${PROJECT_VERSION}
+    SOVERSION ${PROJECT_VERSION_MAJOR}
+    EXPORT_NAME mpi
+    PUBLIC_HEADER "include/pinpool_mpi.h")
+target_include_directories(pinpool_mpi PUBLIC ${_pp_include_dirs})
+target_link_libraries(pinpool_mpi PUBLIC pinpool MPI::MPI_C
+    PRIVATE PkgConfig::CK Threads::Threads)
+
+# For the tests: the layer linked statically with the core, plus the
+# in-process transport (test machinery, not part of the product).
+add_library(pinpool_mpi_testlib STATIC $<TARGET_OBJECTS:pinpool_mpi_objects>
+    src/mpi/transport_inproc.c)
+pinpool_library_settings(pinpool_mpi_testlib)
+target_include_directories(pinpool_mpi_testlib PUBLIC ${_pp_include_dirs}
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/mpi)
+target_link_libraries(pinpool_mpi_testlib PUBLIC pinpool_static MPI::MPI_C PkgConfig::CK)
+
+install(TARGETS pinpool_mpi
+    EXPORT pinpoolTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# pinpool-mpi.pc: configured with pinpool.pc (CMakeLists.txt).

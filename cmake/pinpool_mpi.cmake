@@ -14,6 +14,7 @@ set(PINPOOL_HAVE_MPI ON)
 set(PINPOOL_MPI_SOURCES
     src/mpi/layer.c
     src/mpi/home.c
+    src/mpi/owners.c
     src/mpi/remote.c
     src/mpi/progress.c
     src/mpi/wset.c

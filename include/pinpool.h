@@ -315,6 +315,10 @@ PP_API const char *pp_err_name(int err);
 /* ------------------------------------------------------------------------ */
 
 typedef struct pp_pool pp_pool_t;      /* opaque */
+/* Reports one line through pool's report hook (pp_options_t.report) or to
+ * standard error: for layers built on a pool, such as libpinpool_mpi,
+ * whose misuse reports belong with the pool's.  pool may be NULL. */
+PP_API void pp_pool_report(pp_pool_t *pool, const char *line);
 typedef uint64_t pp_ref_t;             /* 0 never names an entry */
 #define PP_REF_NONE ((pp_ref_t)0)
 

@@ -145,7 +145,8 @@ typedef struct pp_mpi_stats {
     uint64_t misses, hits;               /* remote pins */
     uint64_t requests_served;            /* as a home */
     uint64_t bytes_fetched, bytes_served;
-    uint64_t weight_messages;            /* weight returns sent */
+    uint64_t weight_messages;            /* weight-return messages sent */
+    uint64_t weight_records;             /* intervals they carried (refs x holders) */
     uint64_t refused_returns;            /* duplicate or garbage weight, as a home */
     uint64_t refused_imports;            /* tokens refused here */
 } pp_mpi_stats_t;

@@ -44,6 +44,12 @@ void pp__report(pp_pool_t *pool, const char *fmt, ...)
         fprintf(stderr, "%s\n", line);
 }
 
+void pp_pool_report(pp_pool_t *pool, const char *line)
+{
+    if (line != NULL)
+        pp__report(pool, "%s", line);
+}
+
 _Noreturn void pp__die(const char *file, int line, const char *what)
 {
     fprintf(stderr, "pinpool: internal invariant violated at %s:%d: %s\n",

@@ -40,12 +40,50 @@ size_t pp__wire_return_size(size_t n)
     return PP__WIRE_HDR + n * PP__WIRE_RETURN_REC;
 }
 
-void pp__wire_return_pack(void *buf, const pp__wire_return_t *recs, size_t n)
+static void put_hdr(unsigned char *p, unsigned kind, uint32_t count, uint32_t aux)
+{
+    put32(p, PP__WIRE_MAGIC);
+    put32(p + 4, PP__WIRE_VERSION | ((uint32_t)kind << 16));
+    put32(p + 8, count);
+    put32(p + 12, aux);
+}
+
+int pp__wire_kind(const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    if (buf == NULL || len < PP__WIRE_HDR || get32(p) != PP__WIRE_MAGIC)
+        return PP_ECORRUPT;
+    uint32_t vk = get32(p + 4);
+    unsigned kind = vk >> 16;
+    if ((vk & 0xffffu) != PP__WIRE_VERSION || kind < PP__WIRE_RETURN || kind > PP__WIRE_FIN)
+        return PP_ECORRUPT;
+    return (int)kind;
+}
+
+void pp__wire_fixed_pack(void *buf, unsigned kind, const uint64_t *f, unsigned nf)
 {
     unsigned char *p = buf;
-    put32(p, PP__WIRE_MAGIC);
-    put32(p + 4, PP__WIRE_VERSION | ((uint32_t)PP__WIRE_RETURN << 16));
-    put32(p + 8, (uint32_t)n);
+    put_hdr(p, kind, 0, 0);
+    for (unsigned i = 0; i < nf; i++)
+        put64(p + PP__WIRE_HDR + 8 * i, f[i]);
+}
+
+int pp__wire_fixed_check(const void *buf, size_t len, unsigned kind, uint64_t *f, unsigned nf)
+{
+    if (len != PP__WIRE_FIXED_SIZE(nf) || pp__wire_kind(buf, len) != (int)kind)
+        return PP_ECORRUPT;
+    const unsigned char *p = buf;
+    if (get32(p + 8) != 0 || get32(p + 12) != 0)
+        return PP_ECORRUPT;
+    for (unsigned i = 0; i < nf; i++)
+        f[i] = get64(p + PP__WIRE_HDR + 8 * i);
+    return 0;
+}
+
+void pp__wire_return_pack(void *buf, uint32_t seq, const pp__wire_return_t *recs, size_t n)
+{
+    unsigned char *p = buf;
+    put_hdr(p, PP__WIRE_RETURN, (uint32_t)n, seq);
     p += PP__WIRE_HDR;
     for (size_t i = 0; i < n; i++, p += PP__WIRE_RETURN_REC) {
         put64(p, recs[i].ref);
@@ -54,7 +92,7 @@ void pp__wire_return_pack(void *buf, const pp__wire_return_t *recs, size_t n)
     }
 }
 
-int pp__wire_return_check(const void *buf, size_t len, size_t *n)
+int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint32_t *seq)
 {
     if ((buf == NULL && len != 0) || n == NULL)
         return PP_EINVAL;
@@ -73,6 +111,8 @@ int pp__wire_return_check(const void *buf, size_t len, size_t *n)
             return PP_ECORRUPT;
     }
     *n = count;
+    if (seq != NULL)
+        *seq = get32(p + 12);
     return 0;
 }
 

@@ -2,8 +2,11 @@
  * wire.h -- the MPI layer's messages, as bytes (groundwork).
  *
  * Every message starts with a header: a magic number, the protocol
- * version, its kind and the count of records that follow; the records of
- * a kind have a fixed size.  A message from another rank is checked
+ * version, its kind, the count of records that follow and a 32-bit aux
+ * word (RETURN: the message's sequence number from its sender, so that a
+ * duplicate is recognised); the records of a kind have a fixed size.
+ * The other kinds are "fixed" messages: the header (count 0) and a fixed
+ * number of 64-bit fields.  A message from another rank is checked
  * before anything in it is used: its length must be exactly the header
  * plus count records, the magic and version must match, and the kind must
  * be known; anything else is PP_ECORRUPT and is never acted on (garbage
@@ -20,11 +23,35 @@
 
 #define PP__WIRE_MAGIC   0x70706d31u      /* "ppm1" */
 #define PP__WIRE_VERSION 1u
-#define PP__WIRE_HDR     12u              /* magic, version:16, kind:16, count */
+#define PP__WIRE_HDR     16u              /* magic, version:16, kind:16, count, aux */
 
 enum pp__wire_kind {
     PP__WIRE_RETURN = 1,                  /* weight going home: {ref, lo, hi} */
+    PP__WIRE_REQ = 2,                     /* {id, home ref, version needed} */
+    PP__WIRE_REPLY = 3,                   /* {id, status, version, size, 0, 0}, then the bytes */
+    PP__WIRE_MINT = 4,                    /* {id, home ref} */
+    PP__WIRE_MINTED = 5,                  /* {id, status, lo, hi} */
+    PP__WIRE_FIN = 6,                     /* {messages sent to the receiver before it} */
 };
+
+#define PP__WIRE_REQ_N    3u
+#define PP__WIRE_REPLY_N  6u              /* header + 6 fields: 64 bytes */
+#define PP__WIRE_MINT_N   2u
+#define PP__WIRE_MINTED_N 4u
+#define PP__WIRE_FIN_N    1u
+#define PP__WIRE_FIXED_MAX 6u
+
+/* Bytes of a fixed message of nf fields. */
+#define PP__WIRE_FIXED_SIZE(nf) (PP__WIRE_HDR + 8u * (nf))
+/* Writes a fixed message of kind and fields f[0..nf). */
+void pp__wire_fixed_pack(void *buf, unsigned kind, const uint64_t *f, unsigned nf);
+/* The kind of a message whose header is sound (magic, version, a known
+ * kind), or PP_ECORRUPT.  len: the message's length. */
+int pp__wire_kind(const void *buf, size_t len);
+/* Checks a fixed message of kind with nf fields and reads them into f:
+ * 0, PP_ECORRUPT (wrong length, magic, version, kind or count).  A REPLY
+ * is checked with len = its header's length (the bytes follow). */
+int pp__wire_fixed_check(const void *buf, size_t len, unsigned kind, uint64_t *f, unsigned nf);
 
 #define PP__WIRE_RETURN_REC 24u
 
@@ -35,13 +62,14 @@ typedef struct pp__wire_return {
 
 /* Bytes a RETURN message of n records takes (0 if n is too large). */
 size_t pp__wire_return_size(size_t n);
-/* Writes a RETURN message of recs[0..n) into buf (pp__wire_return_size(n)
- * bytes). */
-void pp__wire_return_pack(void *buf, const pp__wire_return_t *recs, size_t n);
+/* Writes a RETURN message of recs[0..n), sequence number seq, into buf
+ * (pp__wire_return_size(n) bytes). */
+void pp__wire_return_pack(void *buf, uint32_t seq, const pp__wire_return_t *recs, size_t n);
 /* Checks a received message and, if it is a RETURN, gives its record
- * count: 0 and *n, PP_ECORRUPT (bad length, magic, version or kind; or a
- * record with lo >= hi), PP_EINVAL (NULL arguments). */
-int pp__wire_return_check(const void *buf, size_t len, size_t *n);
+ * count and sequence number: 0, PP_ECORRUPT (bad length, magic, version or
+ * kind; or a record with lo >= hi), PP_EINVAL (NULL arguments; seq may be
+ * NULL). */
+int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint32_t *seq);
 /* Record i of a checked RETURN message. */
 pp__wire_return_t pp__wire_return_get(const void *buf, size_t i);
 

@@ -23,9 +23,11 @@ Test(wire, returns_round_trip, .timeout = 30)
         cr_assert_eq(len, PP__WIRE_HDR + n * PP__WIRE_RETURN_REC);
         unsigned char *buf = malloc(len);
         cr_assert_not_null(buf);
-        pp__wire_return_pack(buf, r, n);
+        pp__wire_return_pack(buf, (uint32_t)n * 7u, r, n);
         size_t got = 99;
-        cr_assert_eq(pp__wire_return_check(buf, len, &got), 0, "n %zu", n);
+        uint32_t seq = 0;
+        cr_assert_eq(pp__wire_return_check(buf, len, &got, &seq), 0, "n %zu", n);
+        cr_assert_eq(seq, (uint32_t)n * 7u);
         cr_assert_eq(got, n);
         for (size_t i = 0; i < n; i++) {
             pp__wire_return_t x = pp__wire_return_get(buf, i);
@@ -47,28 +49,33 @@ Test(wire, garbage_is_refused, .timeout = 60)
     size_t len = pp__wire_return_size(N);
     unsigned char *good = malloc(len);
     cr_assert_not_null(good);
-    pp__wire_return_pack(good, r, N);
+    pp__wire_return_pack(good, 5u, r, N);
     size_t n;
     for (size_t cut = 0; cut < len; cut++) {
         unsigned char *b = malloc(cut ? cut : 1);
         memcpy(b, good, cut);
-        cr_assert_eq(pp__wire_return_check(b, cut, &n), PP_ECORRUPT, "cut to %zu", cut);
+        cr_assert_eq(pp__wire_return_check(b, cut, &n, NULL), PP_ECORRUPT, "cut to %zu", cut);
         free(b);
     }
     unsigned char *longer = malloc(len + 7);
     memcpy(longer, good, len);
     memset(longer + len, 0, 7);
     for (size_t extra = 1; extra <= 7; extra++)
-        cr_assert_eq(pp__wire_return_check(longer, len + extra, &n), PP_ECORRUPT);
+        cr_assert_eq(pp__wire_return_check(longer, len + extra, &n, NULL), PP_ECORRUPT);
     free(longer);
     unsigned char *b = malloc(len);
     for (size_t i = 0; i < len; i++) {
         for (int bit = 0; bit < 8; bit++) {
             memcpy(b, good, len);
             b[i] ^= (unsigned char)(1u << bit);
-            int rc = pp__wire_return_check(b, len, &n);
-            if (i < PP__WIRE_HDR) {
+            int rc = pp__wire_return_check(b, len, &n, NULL);
+            if (i < PP__WIRE_HDR - 4) {
                 cr_assert_eq(rc, PP_ECORRUPT, "header byte %zu bit %d", i, bit);
+            } else if (i < PP__WIRE_HDR) {
+                uint32_t seq = 0;
+                cr_assert_eq(pp__wire_return_check(b, len, &n, &seq), 0);
+                cr_assert_eq(seq, 5u ^ (1u << (8 * (i - 12) + (size_t)bit)),
+                             "a flipped sequence bit reads as another sequence number");
             } else if (rc == 0) {
                 size_t k = (i - PP__WIRE_HDR) / PP__WIRE_RETURN_REC;
                 pp__wire_return_t x = pp__wire_return_get(b, k);
@@ -79,8 +86,38 @@ Test(wire, garbage_is_refused, .timeout = 60)
         }
     }
     free(b);
-    cr_assert_eq(pp__wire_return_check(NULL, 0, &n), PP_ECORRUPT);
-    cr_assert_eq(pp__wire_return_check(good, len, NULL), PP_EINVAL);
+    cr_assert_eq(pp__wire_return_check(NULL, 0, &n, NULL), PP_ECORRUPT);
+    cr_assert_eq(pp__wire_return_check(good, len, NULL, NULL), PP_EINVAL);
     cr_assert_eq(pp__wire_return_size((size_t)UINT32_MAX + 1), 0);
     free(good);
+}
+
+Test(wire, fixed_messages)
+{
+    uint64_t f[PP__WIRE_FIXED_MAX] = { 1, UINT64_MAX, 0x0102030405060708ull, 4, 5, 6 };
+    unsigned char buf[PP__WIRE_FIXED_SIZE(PP__WIRE_FIXED_MAX)];
+    cr_assert_eq(PP__WIRE_FIXED_SIZE(PP__WIRE_REPLY_N), 64u, "a reply's header is 64 bytes");
+    pp__wire_fixed_pack(buf, PP__WIRE_REPLY, f, PP__WIRE_REPLY_N);
+    cr_assert_eq(buf[PP__WIRE_HDR + 16], 0x08, "little-endian on the wire");
+    uint64_t g[PP__WIRE_FIXED_MAX] = { 0 };
+    cr_assert_eq(pp__wire_kind(buf, sizeof buf), PP__WIRE_REPLY);
+    cr_assert_eq(pp__wire_fixed_check(buf, sizeof buf, PP__WIRE_REPLY, g, PP__WIRE_REPLY_N), 0);
+    for (unsigned i = 0; i < PP__WIRE_REPLY_N; i++)
+        cr_assert_eq(g[i], f[i]);
+    /* another kind, a wrong length, every flipped header bit: refused */
+    cr_assert_eq(pp__wire_fixed_check(buf, sizeof buf, PP__WIRE_REQ, g, PP__WIRE_REPLY_N),
+                 PP_ECORRUPT);
+    cr_assert_eq(pp__wire_fixed_check(buf, sizeof buf - 8, PP__WIRE_REPLY, g, PP__WIRE_REPLY_N - 1),
+                 PP_ECORRUPT);
+    for (size_t i = 0; i < PP__WIRE_HDR; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            buf[i] ^= (unsigned char)(1u << bit);
+            int kind = pp__wire_kind(buf, sizeof buf);
+            int rc = pp__wire_fixed_check(buf, sizeof buf, PP__WIRE_REPLY, g, PP__WIRE_REPLY_N);
+            cr_assert_eq(rc, PP_ECORRUPT, "header byte %zu bit %d (kind read %d)", i, bit, kind);
+            buf[i] ^= (unsigned char)(1u << bit);
+        }
+    }
+    cr_assert_eq(pp__wire_kind(NULL, 0), PP_ECORRUPT);
+    cr_assert_eq(pp__wire_kind(buf, PP__WIRE_HDR - 1), PP_ECORRUPT);
 }

@@ -1,0 +1,415 @@
+/*
+ * home.c -- the home side of the MPI layer: a record per entry put through
+ * the layer, write pins and the versions they publish, and serving other
+ * ranks' remote pins from the progress thread.
+ *
+ * A record holds one owner of its entry in the local pool for as long as
+ * it lives; it dies (and drops that owner) when this rank's owners
+ * through the layer are gone and every interval of weight it minted has
+ * come back (owners.c).  Records are recycled, never freed while the layer
+ * lives: a reader that found one in the table may be looking at a record
+ * that died and was reused since, so every reader checks the record's key
+ * after it has claimed what it needs (layer.h).
+ */
+#include "layer.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A request waiting at the home: for a version not yet published, for a
+ * write pin to end, or (retry list) for its entry to be loaded. */
+struct pp__parked {
+    int src;
+    uint64_t id, ref;
+    uint32_t need;
+    pp__parked_t *next;
+};
+
+#define HOME_BLOCK 64u
+
+/* ---- records -------------------------------------------------------------- */
+
+pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref)
+{
+    uint64_t v;
+    if (ref == PP_REF_NONE || !pp__ht_get(&m->home, ref, &v))
+        return NULL;
+    pp__home_t *h = (pp__home_t *)(uintptr_t)v;
+    /* acquire: pairs with pp__home_add's release store of the key, so the
+     * record's fields are seen as they were set for this ref */
+    if (atomic_load_explicit(&h->ref, memory_order_acquire) != ref)
+        return NULL;
+    return h;
+}
+
+int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t **out)
+{
+    pthread_mutex_lock(&m->home_mu);
+    if (m->home_free == NULL) {
+        pp__home_t *blk = calloc(HOME_BLOCK, sizeof *blk);
+        pp__home_t **blocks = realloc(m->home_blocks, (m->home_nblocks + 1) * sizeof *blocks);
+        if (blk == NULL || blocks == NULL) {
+            free(blk);
+            if (blocks != NULL)
+                m->home_blocks = blocks;
+            pthread_mutex_unlock(&m->home_mu);
+            return PP_ENOMEM;
+        }
+        m->home_blocks = blocks;
+        m->home_blocks[m->home_nblocks++] = blk;
+        for (unsigned i = 0; i < HOME_BLOCK; i++) {
+            blk[i].next_free = m->home_free;
+            m->home_free = &blk[i];
+        }
+    }
+    pp__home_t *h = m->home_free;
+    m->home_free = h->next_free;
+    h->next_free = NULL;
+    h->size = size;
+    h->typed = typed;
+    h->owners = 1;
+    h->minted = 0;
+    h->out = (pp__wset_t)PP__WSET_INIT;
+    h->parked = NULL;
+    atomic_store_explicit(&h->version, 1, memory_order_relaxed);
+    atomic_store_explicit(&h->rw, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->publish_queued, false, memory_order_relaxed);
+    /* release: the fields above are set before a reader can match the key */
+    atomic_store_explicit(&h->ref, ref, memory_order_release);
+    if (!pp__ht_set(&m->home, ref, (uint64_t)(uintptr_t)h)) {
+        atomic_store_explicit(&h->ref, 0, memory_order_relaxed);
+        h->next_free = m->home_free;
+        m->home_free = h;
+        pthread_mutex_unlock(&m->home_mu);
+        return PP_ENOMEM;
+    }
+    pthread_mutex_unlock(&m->home_mu);
+    *out = h;
+    return 0;
+}
+
+/* own_mu held; h has no owner and no weight out.  The record leaves the
+ * table now; the progress thread answers what is parked on it and recycles
+ * it (pp__home_killed); the entry's owner is dropped here. */
+void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
+{
+    pp_ref_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
+    pthread_mutex_lock(&m->home_mu);
+    (void)pp__ht_remove(&m->home, ref);
+    pthread_mutex_unlock(&m->home_mu);
+    /* relaxed: readers that still hold h check the key after claiming and
+     * the pool's own generation check refuses a pin of the dead entry */
+    atomic_store_explicit(&h->ref, 0, memory_order_relaxed);
+    pp__wset_free(&h->out);
+    h->kill_cmd = (pp__cmd_t){ .kind = PP__CMD_KILL, .home = h };
+    h->kill_cmd.rec.ref = ref;
+    pp__mpi_push(m, &h->kill_cmd);
+    if (pp_release(m->pool, ref) != 0)
+        pp__mpi_report(m, "ref %#llx: the layer's owner was already gone (released with "
+                          "pp_release instead of pp_mpi_release?)", (unsigned long long)ref);
+}
+
+/* ---- pins on the home ------------------------------------------------------ */
+
+/* Waits until h has published at least need (req_mu's pub_cv).  0, or
+ * PP_EAGAIN with PP_PIN_NOWAIT. */
+static int wait_version(pp_mpi_t *m, pp__home_t *h, uint32_t need, unsigned flags)
+{
+    /* acquire: pairs with the release increment in pp__home_unpin */
+    if (atomic_load_explicit(&h->version, memory_order_acquire) >= need)
+        return 0;
+    if (flags & PP_PIN_NOWAIT)
+        return PP_EAGAIN;
+    pthread_mutex_lock(&m->req_mu);
+    while (atomic_load_explicit(&h->version, memory_order_acquire) < need)
+        pthread_cond_wait(&m->pub_cv, &m->req_mu);
+    pthread_mutex_unlock(&m->req_mu);
+    return 0;
+}
+
+int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got)
+{
+    pp__home_t *h = pp__home_find(m, ref.ref);
+    if (h == NULL)
+        return PP_ESTALE;
+    int rc = wait_version(m, h, ref.version, flags);
+    if (rc != 0)
+        return rc;
+    if (flags & PP_PIN_WRITE) {
+        /* Claim a writer's place while no serve is in flight: a copy on
+         * its way to another rank is never written under it. */
+        uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+        for (;;) {
+            if ((v & PP__RW_SERVES) != 0) {
+                if (flags & PP_PIN_NOWAIT)
+                    return PP_EAGAIN;
+                sched_yield();
+                v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+                continue;
+            }
+            /* acquire: pairs with a serve's release when its send is done,
+             * so the send's reads of the data come before our writes */
+            if (atomic_compare_exchange_weak_explicit(&h->rw, &v, v + PP__RW_WRITER,
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed))
+                break;
+        }
+        if (atomic_load_explicit(&h->ref, memory_order_relaxed) != ref.ref) {
+            atomic_fetch_sub_explicit(&h->rw, PP__RW_WRITER, memory_order_relaxed);
+            return PP_ESTALE;
+        }
+    }
+    rc = pp_pin(m->pool, ref.ref, flags, data);
+    if (rc != 0) {
+        if (flags & PP_PIN_WRITE)
+            atomic_fetch_sub_explicit(&h->rw, PP__RW_WRITER, memory_order_relaxed);
+        return rc;
+    }
+    if (got != NULL)
+        *got = atomic_load_explicit(&h->version, memory_order_relaxed);
+    return 0;
+}
+
+int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
+{
+    (void)data;
+    if (!(flags & PP_PIN_WRITE))
+        return pp_unpin(m->pool, ref.ref);
+    pp__home_t *h = pp__home_find(m, ref.ref);
+    if (h == NULL)
+        return pp_unpin(m->pool, ref.ref);   /* the record died under the pin: no one to tell */
+    if (atomic_load_explicit(&h->rw, memory_order_relaxed) < PP__RW_WRITER)
+        return PP_ENOTPINNED;
+    int rc = pp_unpin(m->pool, ref.ref);
+    if (rc != 0)
+        return rc;
+    /* release: a reader that sees the new version (acquire) sees the data
+     * written under this pin */
+    atomic_fetch_add_explicit(&h->version, 1, memory_order_release);
+    /* release: pairs with a serve's acquire CAS: the writes come before
+     * the send that reads them */
+    atomic_fetch_sub_explicit(&h->rw, PP__RW_WRITER, memory_order_release);
+    pthread_mutex_lock(&m->req_mu);
+    pthread_cond_broadcast(&m->pub_cv);
+    pthread_mutex_unlock(&m->req_mu);
+    /* Tell the progress thread, whose parked requests may now be served;
+     * one queued command per record is enough (it rereads the version). */
+    if (!atomic_exchange_explicit(&h->publish_queued, true, memory_order_acq_rel)) {
+        h->publish_cmd = (pp__cmd_t){ .kind = PP__CMD_PUBLISH, .home = h };
+        h->publish_cmd.rec.ref = ref.ref;
+        pp__mpi_push(m, &h->publish_cmd);
+    }
+    return 0;
+}
+
+/* ---- serving (progress thread) --------------------------------------------- */
+
+typedef struct serve {
+    pp_mpi_t *m;
+    pp__home_t *h;
+    uint64_t ref;
+    unsigned char hdr[PP__COPY_HDR];
+} serve_t;
+
+static void reply_status(pp_mpi_t *m, int src, uint64_t id, int status)
+{
+    uint64_t f[PP__WIRE_REPLY_N] = { id, (uint64_t)(int64_t)status, 0, 0, 0, 0 };
+    unsigned char hdr[PP__WIRE_FIXED_SIZE(PP__WIRE_REPLY_N)];
+    pp__wire_fixed_pack(hdr, PP__WIRE_REPLY, f, PP__WIRE_REPLY_N);
+    (void)pp__progress_send(m, src, PP__TAG_REPLY, hdr, sizeof hdr, NULL, 0, 0, NULL, NULL);
+}
+
+static void served(void *arg, int err)
+{
+    serve_t *s = arg;
+    (void)err;   /* a failed send was reported by the transport's caller */
+    (void)pp_unpin(s->m->pool, s->ref);
+    /* release: our reads of the data (the send) come before a writer's
+     * acquire CAS lets it write */
+    atomic_fetch_sub_explicit(&s->h->rw, 1, memory_order_release);
+    free(s);
+}
+
+static int park(pp__parked_t **list, int src, uint64_t id, uint64_t ref, uint32_t need)
+{
+    pp__parked_t *p = malloc(sizeof *p);
+    if (p == NULL)
+        return PP_ENOMEM;
+    *p = (pp__parked_t){ src, id, ref, need, *list };
+    *list = p;
+    return 0;
+}
+
+/* Serves one request, or parks it.  1: done with it (served or answered);
+ * 0: parked on h; 2: parked on the retry list. */
+static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need)
+{
+    pp__home_t *h = pp__home_find(m, ref);
+    if (h == NULL) {
+        reply_status(m, src, id, PP_ESTALE);
+        return 1;
+    }
+    if (h->typed) {
+        reply_status(m, src, id, PP_ENOTSUP);
+        return 1;
+    }
+    uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+    for (;;) {
+        if (v >= PP__RW_WRITER || atomic_load_explicit(&h->version, memory_order_acquire) < need ||
+            (v & PP__RW_SERVES) == PP__RW_SERVES) {
+            if (park(&h->parked, src, id, ref, need) != 0) {
+                reply_status(m, src, id, PP_ENOMEM);
+                return 1;
+            }
+            return 0;
+        }
+        /* acquire: pairs with the release of the last write unpin */
+        if (atomic_compare_exchange_weak_explicit(&h->rw, &v, v + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
+    }
+    void *data = NULL;
+    int rc = atomic_load_explicit(&h->ref, memory_order_relaxed) == ref
+                 ? pp_pin(m->pool, ref, PP_PIN_NOWAIT, &data)
+                 : PP_ESTALE;
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
+        if (rc == PP_EAGAIN) {
+            /* a load was started: try again from the retry list, never wait */
+            if (park(&m->retry, src, id, ref, need) == 0)
+                return 2;
+            rc = PP_ENOMEM;
+        }
+        reply_status(m, src, id, rc);
+        return 1;
+    }
+    serve_t *s = malloc(sizeof *s);
+    if (s == NULL) {
+        (void)pp_unpin(m->pool, ref);
+        atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
+        reply_status(m, src, id, PP_ENOMEM);
+        return 1;
+    }
+    uint32_t version = atomic_load_explicit(&h->version, memory_order_relaxed);
+    *s = (serve_t){ .m = m, .h = h, .ref = ref };
+    uint64_t f[PP__WIRE_REPLY_N] = { id, 0, version, h->size, 0, 0 };
+    pp__wire_fixed_pack(s->hdr, PP__WIRE_REPLY, f, PP__WIRE_REPLY_N);
+    rc = pp__progress_send(m, src, PP__TAG_REPLY, s->hdr, sizeof s->hdr, data, h->size, 0, served,
+                           s);
+    if (rc != 0) {
+        served(s, rc);
+        return 1;
+    }
+    atomic_fetch_add_explicit(&m->st.requests_served, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->st.bytes_served, h->size, memory_order_relaxed);
+    return 1;
+}
+
+void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len)
+{
+    uint64_t f[PP__WIRE_REQ_N];
+    if (pp__wire_fixed_check(buf, len, PP__WIRE_REQ, f, PP__WIRE_REQ_N) != 0 ||
+        f[2] > UINT32_MAX) {
+        pp__mpi_report(m, "a request from rank %d is garbage (%zu bytes): ignored", src, len);
+        return;
+    }
+    (void)try_serve(m, src, f[0], f[1], (uint32_t)f[2]);
+}
+
+/* Takes a list and serves what it can; what cannot be served parks again. */
+static void serve_list(pp_mpi_t *m, pp__parked_t *p)
+{
+    while (p != NULL) {
+        pp__parked_t *next = p->next;
+        (void)try_serve(m, p->src, p->id, p->ref, p->need);
+        free(p);
+        p = next;
+    }
+}
+
+void pp__home_publish(pp_mpi_t *m, pp__home_t *h)
+{
+    /* acq_rel: the flag is cleared before the list is read, so a publish
+     * after this point queues the command again */
+    atomic_store_explicit(&h->publish_queued, false, memory_order_seq_cst);
+    pp__parked_t *p = h->parked;
+    h->parked = NULL;
+    serve_list(m, p);
+}
+
+void pp__home_retry(pp_mpi_t *m)
+{
+    pp__parked_t *p = m->retry;
+    m->retry = NULL;
+    serve_list(m, p);
+}
+
+void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
+{
+    pp__parked_t *p = h->parked;
+    h->parked = NULL;
+    while (p != NULL) {
+        pp__parked_t *next = p->next;
+        reply_status(m, p->src, p->id, PP_ESTALE);
+        free(p);
+        p = next;
+    }
+    pthread_mutex_lock(&m->home_mu);
+    h->next_free = m->home_free;
+    m->home_free = h;
+    pthread_mutex_unlock(&m->home_mu);
+}
+
+/* Destroy, before FIN: a request that waits for a version nobody will
+ * publish now is answered PP_EAGAIN (the asker gives up, nothing lost). */
+void pp__home_finish(pp_mpi_t *m)
+{
+    for (size_t b = 0; b < m->home_nblocks; b++) {
+        for (unsigned i = 0; i < HOME_BLOCK; i++) {
+            pp__home_t *h = &m->home_blocks[b][i];
+            pp__parked_t *p = h->parked;
+            h->parked = NULL;
+            while (p != NULL) {
+                pp__parked_t *next = p->next;
+                reply_status(m, p->src, p->id, PP_EAGAIN);
+                free(p);
+                p = next;
+            }
+        }
+    }
+}
+
+/* After the progress thread stopped: every record still alive is
+ * reported (owners here never released, weight other ranks never
+ * returned) and drops its owner of the entry. */
+void pp__home_destroy(pp_mpi_t *m)
+{
+    for (pp__parked_t *p = m->retry, *next; p != NULL; p = next) {
+        next = p->next;
+        free(p);
+    }
+    m->retry = NULL;
+    for (size_t b = 0; b < m->home_nblocks; b++) {
+        for (unsigned i = 0; i < HOME_BLOCK; i++) {
+            pp__home_t *h = &m->home_blocks[b][i];
+            pp_ref_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
+            if (ref == PP_REF_NONE)
+                continue;
+            if (h->owners != 0)
+                pp__mpi_report(m, "destroy: ref %#llx still has %u owner(s) on its home",
+                               (unsigned long long)ref, h->owners);
+            if (!pp__wset_empty(&h->out))
+                pp__mpi_report(m, "destroy: ref %#llx: weight %llu never came back from other "
+                                  "ranks (owners not released, or tokens never imported)",
+                               (unsigned long long)ref,
+                               (unsigned long long)pp__wset_weight(&h->out));
+            pp__wset_free(&h->out);
+            (void)pp_release(m->pool, ref);
+        }
+        free(m->home_blocks[b]);
+    }
+    free(m->home_blocks);
+    m->home_blocks = NULL;
+    m->home_nblocks = 0;
+}

@@ -1,0 +1,423 @@
+/*
+ * layer.c -- the MPI layer's life (create, destroy), put, stats, the
+ * command queue to the progress thread, and the public calls that only
+ * choose between the home side (home.c) and the remote side (remote.c).
+ */
+#include "layer.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- ck_ht with direct keys ----------------------------------------------
+ * ck_ht is read without a lock while one writer (under the caller's mutex)
+ * changes it; when it grows, the old map may still be read by a reader
+ * that found it before: ck asks for such frees to be deferred.  The layer
+ * keeps those maps until the process's last layer is destroyed (a map is
+ * retired only when its table doubles, so they add up to less than the
+ * live one). */
+static pthread_mutex_t retired_mu = PTHREAD_MUTEX_INITIALIZER;
+static void **retired;
+static size_t n_retired, cap_retired;
+static unsigned live_layers;
+
+static void *ht_malloc(size_t n)
+{
+    return malloc(n);
+}
+
+static void *ht_realloc(void *p, size_t old, size_t n, bool defer)
+{
+    (void)old;
+    (void)defer;
+    return realloc(p, n);
+}
+
+static void ht_free(void *p, size_t n, bool defer)
+{
+    (void)n;
+    if (!defer || p == NULL) {
+        free(p);
+        return;
+    }
+    pthread_mutex_lock(&retired_mu);
+    if (n_retired == cap_retired) {
+        size_t cap = cap_retired ? 2 * cap_retired : 16;
+        void **r = realloc(retired, cap * sizeof *r);
+        if (r == NULL) {
+            /* Cannot keep it: leaking a map is safe, freeing it is not. */
+            pthread_mutex_unlock(&retired_mu);
+            return;
+        }
+        retired = r;
+        cap_retired = cap;
+    }
+    retired[n_retired++] = p;
+    pthread_mutex_unlock(&retired_mu);
+}
+
+static struct ck_malloc ht_alloc = { ht_malloc, ht_realloc, ht_free };
+
+static void ht_hash(ck_ht_hash_t *h, const void *key, size_t len, uint64_t seed)
+{
+    /* direct mode: key is the 64-bit value itself (refs are well mixed in
+     * their low bits: a slot index; the generation sits above it) */
+    uint64_t k = 0;
+    memcpy(&k, key, len < sizeof k ? len : sizeof k);   /* ck passes &key */
+    k ^= seed;
+    k *= 0x9e3779b97f4a7c15ull;
+    h->value = k ^ (k >> 29);
+}
+
+bool pp__ht_init(ck_ht_t *ht)
+{
+    return ck_ht_init(ht, CK_HT_MODE_DIRECT | CK_HT_WORKLOAD_DELETE, ht_hash, &ht_alloc, 64,
+                      0x70706d70ull);
+}
+
+bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val)
+{
+    ck_ht_entry_t e;
+    ck_ht_hash_t h;
+    ck_ht_hash_direct(&h, ht, (uintptr_t)key);
+    ck_ht_entry_key_set_direct(&e, (uintptr_t)key);
+    if (!ck_ht_get_spmc(ht, h, &e))
+        return false;
+    *val = (uint64_t)ck_ht_entry_value_direct(&e);
+    return true;
+}
+
+bool pp__ht_set(ck_ht_t *ht, uint64_t key, uint64_t val)
+{
+    ck_ht_entry_t e;
+    ck_ht_hash_t h;
+    ck_ht_hash_direct(&h, ht, (uintptr_t)key);
+    ck_ht_entry_set_direct(&e, h, (uintptr_t)key, (uintptr_t)val);
+    return ck_ht_set_spmc(ht, h, &e);
+}
+
+bool pp__ht_remove(ck_ht_t *ht, uint64_t key)
+{
+    ck_ht_entry_t e;
+    ck_ht_hash_t h;
+    ck_ht_hash_direct(&h, ht, (uintptr_t)key);
+    ck_ht_entry_key_set_direct(&e, (uintptr_t)key);
+    return ck_ht_remove_spmc(ht, h, &e);
+}
+
+/* ---- reports, time, the command queue ------------------------------------ */
+
+void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line, "pinpool-mpi rank %d: ", m->rank);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof line)
+        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    pp_pool_report(m->pool, line);
+}
+
+uint64_t pp__mpi_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void pp__mpi_wake(pp_mpi_t *m)
+{
+    /* seq_cst bump and load: either the progress thread sees the new wake
+     * value before it sleeps (its FUTEX_WAIT compares it), or it has set
+     * sleeping before our load and we wake it. */
+    atomic_fetch_add(&m->wake, 1);
+    if (atomic_load(&m->sleeping))
+        syscall(SYS_futex, &m->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
+                    pp__home_t *home)
+{
+    pp__cmd_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return PP_ENOMEM;
+    c->kind = kind;
+    c->rank = rank;
+    if (rec != NULL)
+        c->rec = *rec;
+    c->home = home;
+    pp__mpi_push(m, c);
+    return 0;
+}
+
+void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c)
+{
+    c->next = NULL;
+    pthread_mutex_lock(&m->cmd_mu);
+    if (m->cmd_tail != NULL)
+        m->cmd_tail->next = c;
+    else
+        m->cmd_head = c;
+    m->cmd_tail = c;
+    pthread_mutex_unlock(&m->cmd_mu);
+    pp__mpi_wake(m);
+}
+
+/* ---- create, destroy ------------------------------------------------------ */
+
+static void free_layer(pp_mpi_t *m)
+{
+    if (m->cache != NULL)
+        for (int r = 0; r < m->size; r++)
+            ck_ht_destroy(&m->cache[r]);
+    if (m->proxies != NULL)
+        for (int r = 0; r < m->size; r++)
+            ck_ht_destroy(&m->proxies[r]);
+    ck_ht_destroy(&m->home);
+    if (m->outbox != NULL)
+        for (int r = 0; r < m->size; r++)
+            free(m->outbox[r].rec);
+    if (m->seen_seq != NULL)
+        for (int r = 0; r < m->size; r++)
+            pp__wset_free(&m->seen_seq[r]);
+    free(m->cache);
+    free(m->proxies);
+    free(m->outbox);
+    free(m->sent_to);
+    free(m->recv_from);
+    free(m->fin_from);
+    free(m->seen_seq);
+    pthread_mutex_destroy(&m->cmd_mu);
+    pthread_mutex_destroy(&m->home_mu);
+    pthread_mutex_destroy(&m->own_mu);
+    pthread_mutex_destroy(&m->cache_mu);
+    pthread_mutex_destroy(&m->req_mu);
+    pthread_cond_destroy(&m->req_cv);
+    pthread_cond_destroy(&m->pub_cv);
+    free(m);
+    pthread_mutex_lock(&retired_mu);
+    if (--live_layers == 0) {
+        for (size_t i = 0; i < n_retired; i++)
+            free(retired[i]);
+        free(retired);
+        retired = NULL;
+        n_retired = cap_retired = 0;
+    }
+    pthread_mutex_unlock(&retired_mu);
+}
+
+int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out)
+{
+    if (t == NULL || pool == NULL || out == NULL || t->size <= 0)
+        return PP_EINVAL;
+    pp_mpi_t *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return PP_ENOMEM;
+    pthread_mutex_lock(&retired_mu);
+    live_layers++;
+    pthread_mutex_unlock(&retired_mu);
+    m->pool = pool;
+    m->t = t;
+    m->own_transport = own;
+    m->rank = t->rank;
+    m->size = t->size;
+    pthread_mutex_init(&m->cmd_mu, NULL);
+    pthread_mutex_init(&m->home_mu, NULL);
+    pthread_mutex_init(&m->own_mu, NULL);
+    pthread_mutex_init(&m->cache_mu, NULL);
+    pthread_mutex_init(&m->req_mu, NULL);
+    pthread_cond_init(&m->req_cv, NULL);
+    pthread_cond_init(&m->pub_cv, NULL);
+    size_t n = (size_t)m->size;
+    m->cache = calloc(n, sizeof *m->cache);
+    m->proxies = calloc(n, sizeof *m->proxies);
+    m->outbox = calloc(n, sizeof *m->outbox);
+    m->sent_to = calloc(n, sizeof *m->sent_to);
+    m->recv_from = calloc(n, sizeof *m->recv_from);
+    m->fin_from = calloc(n, sizeof *m->fin_from);
+    m->seen_seq = calloc(n, sizeof *m->seen_seq);
+    bool ok = m->cache && m->proxies && m->outbox && m->sent_to && m->recv_from &&
+              m->fin_from && m->seen_seq && pp__ht_init(&m->home);
+    for (size_t r = 0; ok && r < n; r++) {
+        ok = pp__ht_init(&m->cache[r]) && pp__ht_init(&m->proxies[r]);
+        m->fin_from[r] = UINT64_MAX;
+    }
+    m->next_id = 1;
+    if (!ok) {
+        /* ck_ht_destroy of a table that was never made is a no-op only if
+         * it is zeroed: calloc saw to that. */
+        free_layer(m);
+        return PP_ENOMEM;
+    }
+    if (pthread_create(&m->thread, NULL, pp__progress_main, m) != 0) {
+        free_layer(m);
+        return PP_ENOMEM;
+    }
+    *out = m;
+    return 0;
+}
+
+int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out)
+{
+    if (pool == NULL || out == NULL || comm == MPI_COMM_NULL)
+        return PP_EINVAL;
+    int inited = 0, level = 0;
+    if (MPI_Initialized(&inited) != MPI_SUCCESS || !inited)
+        return PP_ENOTSUP;
+    if (MPI_Query_thread(&level) != MPI_SUCCESS || level < MPI_THREAD_SERIALIZED)
+        return PP_ENOTSUP;
+    pp__transport_t *t = NULL;
+    char err[160] = "";
+    int rc = pp__mpi_transport_create(comm, &t, err, sizeof err);
+    if (rc != 0) {
+        if (err[0] != '\0')
+            fprintf(stderr, "pinpool-mpi: %s\n", err);
+        return rc;
+    }
+    rc = pp__mpi_create_on(t, true, pool, out);
+    if (rc != 0)
+        t->ops->destroy(t);
+    return rc;
+}
+
+int pp_mpi_destroy(pp_mpi_t *m)
+{
+    if (m == NULL)
+        return PP_EINVAL;
+    if (atomic_load_explicit(&m->remote_pins, memory_order_relaxed) > 0)
+        return PP_EBUSY;
+    /* Owners this rank still holds of other ranks' entries are reported
+     * and their weight goes home, before the FIN that says nothing more
+     * comes from here but replies. */
+    pp__owners_finish(m);
+    atomic_store_explicit(&m->finishing, 1, memory_order_release);   /* pairs with the progress thread's acquire */
+    pp__mpi_wake(m);
+    pthread_join(m->thread, NULL);
+    int rc = m->progress_err;
+    pp__home_destroy(m);
+    pp__remote_destroy(m);
+    pp__owners_destroy(m);
+    if (m->own_transport)
+        m->t->ops->destroy(m->t);
+    free_layer(m);
+    return rc;
+}
+
+/* ---- put, stats ----------------------------------------------------------- */
+
+int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type, unsigned flags,
+               pp_gref_t *out)
+{
+    if (m == NULL || out == NULL)
+        return PP_EINVAL;
+    pp_ref_t ref;
+    int rc = pp_put(m->pool, data, size, type, flags, &ref);
+    if (rc != 0)
+        return rc;
+    pp__home_t *h = NULL;
+    rc = pp__home_add(m, ref, size, type != NULL && type->save != NULL, &h);
+    if (rc != 0) {
+        /* The pool owns data now: dropping the one owner frees it. */
+        (void)pp_release(m->pool, ref);
+        return rc;
+    }
+    *out = (pp_gref_t){ ref, (uint32_t)m->rank, 1 };
+    return 0;
+}
+
+int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
+{
+    if (m == NULL || out == NULL)
+        return PP_EINVAL;
+#define PP__LD(f) atomic_load_explicit(&m->st.f, memory_order_relaxed)
+    *out = (pp_mpi_stats_t){
+        .misses = PP__LD(misses),
+        .hits = PP__LD(hits),
+        .requests_served = PP__LD(requests_served),
+        .bytes_fetched = PP__LD(bytes_fetched),
+        .bytes_served = PP__LD(bytes_served),
+        .weight_messages = PP__LD(weight_messages),
+        .weight_records = PP__LD(weight_records),
+        .refused_returns = PP__LD(refused_returns),
+        .refused_imports = PP__LD(refused_imports),
+    };
+#undef PP__LD
+    return 0;
+}
+
+/* ---- pins: home or remote ------------------------------------------------- */
+
+static int check_ref(const pp_mpi_t *m, pp_gref_t ref)
+{
+    if (ref.ref == PP_REF_NONE || ref.rank >= (uint32_t)m->size)
+        return PP_EINVAL;
+    return 0;
+}
+
+int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got)
+{
+    if (m == NULL || (flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0)
+        return PP_EINVAL;
+    int rc = check_ref(m, ref);
+    if (rc != 0)
+        return rc;
+    if (ref.rank == (uint32_t)m->rank)
+        return pp__home_pin(m, ref, flags, data, got);
+    if (flags & PP_PIN_WRITE)
+        return PP_ENOTSUP;
+    return pp__remote_pin(m, ref, flags, data, got);
+}
+
+int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
+{
+    if (m == NULL || (flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0)
+        return PP_EINVAL;
+    int rc = check_ref(m, ref);
+    if (rc != 0)
+        return rc;
+    if (ref.rank == (uint32_t)m->rank)
+        return pp__home_unpin(m, ref, flags, data);
+    if (flags & PP_PIN_WRITE)
+        return PP_ENOTSUP;
+    return pp__remote_unpin(m, ref, flags, data);
+}
+
+int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags, void **data,
+                    uint32_t *got)
+{
+    if (m == NULL || (n != 0 && (refs == NULL || data == NULL)))
+        return PP_EINVAL;
+    /* Remote misses first, without waiting: every fetch is in flight
+     * before the first wait. */
+    for (size_t i = 0; i < n; i++)
+        if (refs[i].rank != (uint32_t)m->rank && refs[i].rank < (uint32_t)m->size)
+            (void)pp__remote_prefetch(m, refs[i]);
+    for (size_t i = 0; i < n; i++) {
+        int rc = pp_mpi_pin(m, refs[i], flags, &data[i], got != NULL ? &got[i] : NULL);
+        if (rc != 0) {
+            while (i-- > 0)
+                (void)pp_mpi_unpin(m, refs[i], flags, data[i]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int pp_mpi_prefetch(pp_mpi_t *m, pp_gref_t ref)
+{
+    if (m == NULL)
+        return PP_EINVAL;
+    int rc = check_ref(m, ref);
+    if (rc != 0)
+        return rc;
+    if (ref.rank == (uint32_t)m->rank)
+        return pp_prefetch(m->pool, ref.ref);
+    return pp__remote_prefetch(m, ref);
+}

@@ -1,0 +1,256 @@
+/*
+ * layer.h -- the MPI layer's internals, shared by its files:
+ *
+ *   layer.c     create, destroy, put, stats, the command queue
+ *   owners.c    owners across ranks: home records' weight, proxies, tokens
+ *   home.c      the home side: records, write pins, versions, serving
+ *   remote.c    the remote side: the cache of copies, requests, remote pins
+ *   progress.c  the progress thread: messages in and out
+ *
+ * Who touches what (docs/mpi.md, "Inside the layer"):
+ *  - the progress thread alone calls the transport;
+ *  - application threads reach it through the command queue (a mutex and
+ *    a list: only misses, returns and publications go through it, never a
+ *    hit) and wake it with a futex word;
+ *  - home records and the cache are found without a lock (ck_ht read
+ *    lock-free by many, written by one at a time under a mutex); a home
+ *    record's memory is never freed while the layer lives (records are
+ *    recycled through a free list), so a reader that races with a
+ *    record's death reads a record that is checked against its key
+ *    afterwards, never freed memory;
+ *  - everything about owners (home weight and owners, proxies) is under
+ *    one mutex, own_mu: owners are not a hot path, and one lock keeps the
+ *    returns, imports and releases of one ref in one order.
+ */
+#ifndef PP_MPI_LAYER_H
+#define PP_MPI_LAYER_H
+
+#include <ck_ht.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pinpool_mpi.h"
+#include "transport.h"
+#include "wire.h"
+#include "wset.h"
+
+/* Message tags. */
+enum {
+    PP__TAG_REQ = 1,       /* remote pin: fetch a copy */
+    PP__TAG_REPLY = 2,     /* the copy (or why not) */
+    PP__TAG_RETURN = 3,    /* weight going home, batched */
+    PP__TAG_MINT = 4,      /* a holder at unit weight asks its home for more */
+    PP__TAG_MINTED = 5,    /* the home's answer */
+    PP__TAG_FIN = 6,       /* destroy: this rank sends nothing more but replies */
+};
+
+/* A cached copy's data: this header, then the home's bytes.  A reply
+ * arrives as exactly this layout (the home sends its header, then the
+ * entry), so the received buffer becomes the cached entry in place. */
+#define PP__COPY_HDR 64u
+#define PP__COPY_MAGIC 0x7070636f70793031ull   /* "ppcopy01" */
+typedef struct pp__copy_hdr {
+    uint64_t magic;
+    uint64_t home_ref;
+    uint64_t local;        /* this copy's ref in the local pool */
+    uint64_t size;         /* the home's bytes that follow */
+    uint32_t rank;         /* the home */
+    uint32_t version;
+    uint64_t pad[3];
+} pp__copy_hdr_t;
+_Static_assert(sizeof(pp__copy_hdr_t) == PP__COPY_HDR, "copy header is 64 bytes");
+
+/* ---- commands: application threads -> the progress thread ------------ */
+enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL };
+typedef struct pp__cmd {
+    int kind;
+    uint32_t rank;                 /* RETURN: the home */
+    pp__wire_return_t rec;         /* RETURN */
+    struct pp__home *home;         /* PUBLISH, KILL */
+    struct pp__cmd *next;
+} pp__cmd_t;
+
+/* ---- home records -------------------------------------------------- */
+
+/* rw: writers in the high half, serves (sends in flight from the entry)
+ * in the low half.  A serve starts only with no writer; a write pin only
+ * with no serve: a remote copy is a consistent snapshot. */
+#define PP__RW_WRITER 0x10000u
+#define PP__RW_SERVES 0xffffu
+
+typedef struct pp__parked pp__parked_t;
+
+typedef struct pp__home {
+    _Atomic uint64_t ref;          /* key; 0: free (on the free list) */
+    _Atomic uint32_t version;      /* published */
+    _Atomic uint32_t rw;
+    uint64_t size;                 /* the entry's bytes (fixed at put) */
+    bool typed;                    /* the type has save/load */
+    /* under own_mu */
+    uint32_t owners;               /* this rank's owners through the layer */
+    uint64_t minted;               /* intervals minted so far */
+    pp__wset_t out;                /* minted, not yet come back */
+    /* progress thread only */
+    pp__parked_t *parked;          /* requests waiting for a version or a writer */
+    struct pp__home *next_free;
+    /* commands about this record, never allocated: publish_queued says
+     * the publish command is in the queue (a second one adds nothing) */
+    _Atomic bool publish_queued;
+    pp__cmd_t publish_cmd, kill_cmd;
+} pp__home_t;
+
+/* ---- the remote side ------------------------------------------------- */
+
+/* A rank's owners of a remote ref (under own_mu). */
+typedef struct pp__proxy {
+    uint32_t owners;
+    pp__wset_t held;
+} pp__proxy_t;
+
+/* A fetch in progress (under req_mu). */
+enum { PP__REQ_SENT, PP__REQ_ARRIVED, PP__REQ_INSTALLING, PP__REQ_DONE };
+typedef struct pp__req {
+    uint64_t id;
+    uint32_t rank;
+    uint64_t home_ref;
+    uint32_t need;
+    int state;
+    int status;                    /* DONE: 0, or the error */
+    void *buf;                     /* ARRIVED: header + bytes (the receiver's) */
+    size_t len;
+    uint32_t version;              /* ARRIVED/DONE: the version it carries */
+    unsigned waiters;
+    bool sent;                     /* the progress thread has sent it */
+    struct pp__req *next;
+} pp__req_t;
+
+/* A MINT ask (under req_mu): one application thread waits for it. */
+typedef struct pp__mint {
+    uint64_t id;
+    uint32_t rank;
+    uint64_t home_ref;
+    int status;
+    bool done, sent;
+    pp__wiv_t iv;
+    struct pp__mint *next;
+} pp__mint_t;
+
+/* Weight waiting to go home (progress thread only). */
+typedef struct pp__outbox {
+    pp__wire_return_t *rec;
+    size_t n, cap;
+    uint64_t since_ns;             /* when the oldest record was queued */
+    uint64_t seq;                  /* RETURN messages sent to this home */
+} pp__outbox_t;
+
+struct pp_mpi {
+    pp_pool_t *pool;
+    pp__transport_t *t;
+    bool own_transport;            /* made by pp_mpi_create (MPI): destroy frees it */
+    int rank, size;
+
+    pthread_t thread;
+    _Atomic int finishing;         /* destroy: send FIN, drain, stop */
+    _Atomic uint32_t wake;         /* futex word: bumped by every command */
+    _Atomic uint32_t sleeping;
+
+    pthread_mutex_t cmd_mu;        /* the command queue */
+    pp__cmd_t *cmd_head, *cmd_tail;
+
+    pthread_mutex_t home_mu;       /* writers of the home table; the free list */
+    ck_ht_t home;                  /* home ref -> pp__home_t * */
+    pp__home_t *home_free;
+    pp__home_t **home_blocks;      /* every record ever allocated (freed at destroy) */
+    size_t home_nblocks;
+
+    pthread_mutex_t own_mu;        /* owners: home weight, proxies */
+    ck_ht_t *proxies;              /* [size]: home ref -> pp__proxy_t * */
+
+    pthread_mutex_t cache_mu;      /* writers of the cache tables */
+    ck_ht_t *cache;                /* [size]: home ref -> local ref of the copy */
+
+    pthread_mutex_t req_mu;
+    pthread_cond_t req_cv;         /* a request or a mint changed state */
+    pthread_cond_t pub_cv;         /* a home version was published (with req_mu) */
+    pp__req_t *reqs;
+    pp__mint_t *mints;
+    uint64_t next_id;
+
+    /* progress thread only */
+    pp__outbox_t *outbox;          /* [size] */
+    uint64_t *sent_to, *recv_from; /* [size] messages (not counting duplicates) */
+    uint64_t *fin_from;            /* [size] FIN's count, UINT64_MAX: none yet */
+    pp__wset_t *seen_seq;          /* [size] RETURN sequence numbers seen */
+    pp__parked_t *retry;           /* requests whose home pin said PP_EAGAIN */
+    unsigned unsent;               /* requests and mints not sent yet (req_mu) */
+    int progress_err;              /* first transport failure */
+
+    _Atomic int64_t remote_pins;   /* remote pins held (destroy refuses while > 0) */
+    struct {
+        _Atomic uint64_t misses, hits, requests_served, bytes_fetched, bytes_served,
+            weight_messages, refused_returns, refused_imports, weight_records;
+    } st;
+};
+
+/* layer.c */
+void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pp__mpi_wake(pp_mpi_t *m);
+int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
+                    struct pp__home *home);
+void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
+uint64_t pp__mpi_now_ns(void);
+/* ck_ht with direct 64-bit keys and values */
+bool pp__ht_init(ck_ht_t *ht);
+bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val);
+bool pp__ht_set(ck_ht_t *ht, uint64_t key, uint64_t val);
+bool pp__ht_remove(ck_ht_t *ht, uint64_t key);
+
+/* home.c */
+pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref);
+int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t **out);
+void pp__home_kill(pp_mpi_t *m, pp__home_t *h);       /* own_mu held */
+int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
+int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
+void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
+void pp__home_publish(pp_mpi_t *m, pp__home_t *h);                         /* progress */
+void pp__home_killed(pp_mpi_t *m, pp__home_t *h);                          /* progress */
+void pp__home_retry(pp_mpi_t *m);                                          /* progress */
+void pp__home_finish(pp_mpi_t *m);                                         /* progress */
+void pp__home_destroy(pp_mpi_t *m);
+
+/* remote.c */
+int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
+int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
+int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref);
+void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg);              /* progress */
+void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len);  /* progress */
+int pp__remote_send_new(pp_mpi_t *m);                                      /* progress */
+int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv);
+bool pp__remote_idle(pp_mpi_t *m);     /* no request or mint of this rank in flight */
+void pp__remote_drop_copy(pp_mpi_t *m, uint32_t rank, uint64_t home_ref);
+void pp__remote_destroy(pp_mpi_t *m);
+
+/* owners.c */
+void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */
+void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
+bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref);              /* own_mu held */
+void pp__owners_return_local(pp_mpi_t *m, const pp__wire_return_t *rec, size_t n);
+void pp__owners_finish(pp_mpi_t *m);   /* destroy, before FIN: report and return */
+void pp__owners_destroy(pp_mpi_t *m);
+
+/* progress.c */
+void *pp__progress_main(void *arg);
+int pp__progress_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
+                      const void *body, size_t blen, unsigned flags, pp__sent_fn done,
+                      void *arg);
+void pp__progress_queue_return(pp_mpi_t *m, uint32_t rank, const pp__wire_return_t *rec);
+
+/* The internal constructor (layer.c): the layer over any transport; the
+ * tests use it with the in-process one.  pp_mpi_create is this over the
+ * MPI transport. */
+int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out);
+
+#endif /* PP_MPI_LAYER_H */

@@ -1,0 +1,447 @@
+/*
+ * remote.c -- the remote side of the MPI layer: pins of refs whose home is
+ * another rank, answered from a cache of read-only copies that are
+ * ordinary entries of the local pool.
+ *
+ * The cache is one ck_ht per home rank, home ref -> the local ref of the
+ * newest copy, read without a lock.  A hit is that lookup and a pp_pin of
+ * the copy, whose header (layer.h, pp__copy_hdr_t) is then checked: it
+ * names the home, the ref and the version the copy holds, so a value read
+ * from the table while a writer replaced it can never be taken for another
+ * ref's copy, and a copy the pool dropped is refused by pp_pin itself
+ * (PP_ESTALE).  A miss makes a request (or joins one already made for the
+ * same ref and at least the same version), which the progress thread
+ * sends; the reply's buffer becomes the copy in place.  A copy is kept in
+ * the cache only while this rank owns the ref (owners.c drops it with the
+ * last owner); a pin of a ref not owned here still works, with a copy
+ * that dies when it is unpinned.
+ */
+#include "layer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Cached copies: dropped by eviction, never written (the home has them). */
+static const pp_type_t copy_type = {
+    .name = "pinpool-mpi copy",
+    .flags = PP_TYPE_DISCARD,
+};
+
+static int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
+{
+    uint64_t local;
+    if (!pp__ht_get(&m->cache[ref.rank], ref.ref, &local))
+        return PP_EAGAIN;
+    void *d;
+    if (pp_pin(m->pool, local, PP_PIN_NOWAIT, &d) != 0)
+        return PP_EAGAIN;   /* dropped by eviction, or replaced and freed */
+    const pp__copy_hdr_t *h = d;
+    uint32_t need = ref.version ? ref.version : 1;
+    if (h->magic != PP__COPY_MAGIC || h->home_ref != ref.ref || h->rank != ref.rank ||
+        h->version < need) {
+        (void)pp_unpin(m->pool, local);
+        return PP_EAGAIN;
+    }
+    if (data != NULL)
+        *data = (unsigned char *)d + PP__COPY_HDR;
+    if (got != NULL)
+        *got = h->version;
+    return 0;
+}
+
+/* req_mu held.  A request this pin can wait for: same home and ref, a
+ * version at least ours, not finished. */
+static pp__req_t *find_req(pp_mpi_t *m, pp_gref_t ref)
+{
+    for (pp__req_t *r = m->reqs; r != NULL; r = r->next)
+        if (r->rank == ref.rank && r->home_ref == ref.ref && r->need >= ref.version &&
+            r->state != PP__REQ_DONE)
+            return r;
+    return NULL;
+}
+
+static void unlink_req(pp_mpi_t *m, pp__req_t *req)
+{
+    for (pp__req_t **p = &m->reqs; *p != NULL; p = &(*p)->next) {
+        if (*p == req) {
+            *p = req->next;
+            return;
+        }
+    }
+}
+
+/* req_mu held.  The request for ref, made if there is none; NULL: no memory. */
+static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
+{
+    pp__req_t *req = find_req(m, ref);
+    *made = false;
+    if (req != NULL)
+        return req;
+    req = calloc(1, sizeof *req);
+    if (req == NULL)
+        return NULL;
+    req->id = m->next_id++;
+    req->rank = ref.rank;
+    req->home_ref = ref.ref;
+    req->need = ref.version;
+    req->state = PP__REQ_SENT;
+    req->next = m->reqs;
+    m->reqs = req;
+    m->unsent++;
+    *made = true;
+    atomic_fetch_add_explicit(&m->st.misses, 1, memory_order_relaxed);
+    return req;
+}
+
+/* Makes the arrived reply of req a copy in the local pool and pins it (if
+ * data != NULL) -- the caller has claimed req (state INSTALLING).  0;
+ * PP_ESTALE: the pool dropped the copy before it could be pinned (fetch
+ * again); the errors of pp_put (the buffer is then still req's). */
+static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data, uint32_t *got)
+{
+    pp_ref_t local;
+    int rc = pp_put(m->pool, req->buf, req->len, &copy_type, put_flags, &local);
+    if (rc != 0)
+        return rc;
+    req->buf = NULL;   /* the pool's now */
+    void *d;
+    /* The copy is ours alone until it is in the table: a write through
+     * this read pin races with no reader.  A pin can fail only if the
+     * pool dropped the copy already, to make room. */
+    if (pp_pin(m->pool, local, PP_PIN_NOWAIT, &d) != 0)
+        return PP_ESTALE;
+    pp__copy_hdr_t *h = d;
+    *h = (pp__copy_hdr_t){ .magic = PP__COPY_MAGIC,
+                           .home_ref = req->home_ref,
+                           .local = local,
+                           .size = req->len - PP__COPY_HDR,
+                           .rank = req->rank,
+                           .version = req->version };
+    pthread_mutex_lock(&m->own_mu);
+    bool cached = false;
+    if (pp__owners_held(m, req->rank, req->home_ref)) {
+        pthread_mutex_lock(&m->cache_mu);
+        uint64_t old = 0;
+        bool newer_there = false;
+        if (pp__ht_get(&m->cache[req->rank], req->home_ref, &old)) {
+            void *od;
+            if (pp_pin(m->pool, old, PP_PIN_NOWAIT, &od) == 0) {
+                newer_there = ((const pp__copy_hdr_t *)od)->version > req->version;
+                (void)pp_unpin(m->pool, old);
+            }
+        }
+        if (!newer_there && pp__ht_set(&m->cache[req->rank], req->home_ref, local)) {
+            cached = true;
+            if (old != 0)
+                (void)pp_release(m->pool, old);   /* PP_ESTALE: dropped already */
+        }
+        pthread_mutex_unlock(&m->cache_mu);
+    }
+    pthread_mutex_unlock(&m->own_mu);
+    if (!cached)
+        (void)pp_release(m->pool, local);   /* lives as long as our pin */
+    if (data == NULL) {
+        (void)pp_unpin(m->pool, local);
+        return 0;
+    }
+    *data = (unsigned char *)d + PP__COPY_HDR;
+    if (got != NULL)
+        *got = req->version;
+    return 0;
+}
+
+/* req_mu held: req is finished (its waiters free it; see reap). */
+static void finish_req(pp_mpi_t *m, pp__req_t *req, int status)
+{
+    req->state = PP__REQ_DONE;
+    req->status = status;
+    free(req->buf);
+    req->buf = NULL;
+    pthread_cond_broadcast(&m->req_cv);
+}
+
+/* req_mu held: frees a finished request no one waits for. */
+static void reap(pp_mpi_t *m, pp__req_t *req)
+{
+    if (req->waiters == 0 && req->state == PP__REQ_DONE) {
+        unlink_req(m, req);
+        free(req);
+    }
+}
+
+int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got)
+{
+    for (;;) {
+        if (try_hit(m, ref, data, got) == 0) {
+            atomic_fetch_add_explicit(&m->st.hits, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->remote_pins, 1, memory_order_relaxed);
+            return 0;
+        }
+        pthread_mutex_lock(&m->req_mu);
+        bool made;
+        pp__req_t *req = start_req(m, ref, &made);
+        if (req == NULL) {
+            pthread_mutex_unlock(&m->req_mu);
+            return PP_ENOMEM;
+        }
+        if (made)
+            pp__mpi_wake(m);
+        if ((flags & PP_PIN_NOWAIT) && req->state != PP__REQ_ARRIVED) {
+            pthread_mutex_unlock(&m->req_mu);
+            return PP_EAGAIN;
+        }
+        req->waiters++;
+        while (req->state == PP__REQ_SENT || req->state == PP__REQ_INSTALLING)
+            pthread_cond_wait(&m->req_cv, &m->req_mu);
+        int rc = req->status;
+        bool mine = false, again = false;
+        if (req->state == PP__REQ_ARRIVED) {
+            req->state = PP__REQ_INSTALLING;
+            pthread_mutex_unlock(&m->req_mu);
+            rc = install(m, req, flags & PP_PIN_NOWAIT ? PP_PUT_NOWAIT : 0, data, got);
+            pthread_mutex_lock(&m->req_mu);
+            mine = rc == 0;
+            again = rc == PP_ESTALE;   /* the pool dropped it at once: fetch again */
+            if (rc == PP_EAGAIN) {
+                req->state = PP__REQ_ARRIVED;   /* no room now: the bytes wait here */
+                pthread_cond_broadcast(&m->req_cv);
+            } else {
+                /* the other waiters look again: a hit, or a new fetch */
+                finish_req(m, req, rc == PP_ESTALE ? 0 : rc);
+            }
+        } else {
+            again = rc == 0;   /* another waiter installed it */
+        }
+        req->waiters--;
+        reap(m, req);
+        pthread_mutex_unlock(&m->req_mu);
+        if (mine) {
+            atomic_fetch_add_explicit(&m->remote_pins, 1, memory_order_relaxed);
+            return 0;
+        }
+        if (!again)
+            return rc;
+    }
+}
+
+int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
+{
+    (void)flags;
+    if (data == NULL)
+        return PP_EINVAL;
+    const pp__copy_hdr_t *h =
+        (const pp__copy_hdr_t *)(const void *)((const unsigned char *)data - PP__COPY_HDR);
+    if (h->magic != PP__COPY_MAGIC || h->home_ref != ref.ref || h->rank != ref.rank)
+        return PP_EINVAL;
+    int rc = pp_unpin(m->pool, h->local);
+    if (rc == 0)
+        atomic_fetch_sub_explicit(&m->remote_pins, 1, memory_order_relaxed);
+    return rc;
+}
+
+int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref)
+{
+    void *d;
+    if (try_hit(m, ref, &d, NULL) == 0)
+        return pp__remote_unpin(m, ref, 0, d);
+    pthread_mutex_lock(&m->req_mu);
+    bool made;
+    pp__req_t *req = start_req(m, ref, &made);
+    pthread_mutex_unlock(&m->req_mu);
+    if (req == NULL)
+        return PP_ENOMEM;
+    if (made)
+        pp__mpi_wake(m);
+    return 0;
+}
+
+void pp__remote_drop_copy(pp_mpi_t *m, uint32_t rank, uint64_t home_ref)
+{
+    uint64_t local = 0;
+    pthread_mutex_lock(&m->cache_mu);
+    bool had = pp__ht_get(&m->cache[rank], home_ref, &local);
+    if (had)
+        (void)pp__ht_remove(&m->cache[rank], home_ref);
+    pthread_mutex_unlock(&m->cache_mu);
+    if (had)
+        (void)pp_release(m->pool, local);   /* PP_ESTALE: the pool dropped it already */
+}
+
+/* ---- the progress thread's part -------------------------------------------- */
+
+int pp__remote_send_new(pp_mpi_t *m)
+{
+    int sent = 0;
+    pthread_mutex_lock(&m->req_mu);
+    if (m->unsent == 0) {
+        pthread_mutex_unlock(&m->req_mu);
+        return 0;
+    }
+    for (pp__req_t *r = m->reqs, *next; r != NULL; r = next) {
+        next = r->next;
+        if (r->sent)
+            continue;
+        r->sent = true;
+        m->unsent--;
+        uint64_t f[PP__WIRE_REQ_N] = { r->id, r->home_ref, r->need };
+        unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_REQ_N)];
+        pp__wire_fixed_pack(msg, PP__WIRE_REQ, f, PP__WIRE_REQ_N);
+        int rc = pp__progress_send(m, (int)r->rank, PP__TAG_REQ, msg, sizeof msg, NULL, 0, 0,
+                                   NULL, NULL);
+        if (rc != 0) {
+            finish_req(m, r, rc);
+            reap(m, r);
+        }
+        sent++;
+    }
+    for (pp__mint_t *t = m->mints; t != NULL; t = t->next) {
+        if (t->sent)
+            continue;
+        t->sent = true;
+        m->unsent--;
+        uint64_t f[PP__WIRE_MINT_N] = { t->id, t->home_ref };
+        unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_MINT_N)];
+        pp__wire_fixed_pack(msg, PP__WIRE_MINT, f, PP__WIRE_MINT_N);
+        int rc = pp__progress_send(m, (int)t->rank, PP__TAG_MINT, msg, sizeof msg, NULL, 0, 0,
+                                   NULL, NULL);
+        if (rc != 0) {
+            t->status = rc;
+            t->done = true;
+            pthread_cond_broadcast(&m->req_cv);
+        }
+        sent++;
+    }
+    pthread_mutex_unlock(&m->req_mu);
+    return sent;
+}
+
+void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
+{
+    uint64_t f[PP__WIRE_REPLY_N];
+    size_t hl = PP__WIRE_FIXED_SIZE(PP__WIRE_REPLY_N);
+    if (msg->len < hl || pp__wire_fixed_check(msg->buf, hl, PP__WIRE_REPLY, f,
+                                              PP__WIRE_REPLY_N) != 0) {
+        pp__mpi_report(m, "a reply from rank %d is garbage (%zu bytes): ignored", src, msg->len);
+        m->t->ops->msg_free(m->t, msg);
+        return;
+    }
+    int status = (int)(int64_t)f[1];
+    pthread_mutex_lock(&m->req_mu);
+    pp__req_t *req = m->reqs;
+    while (req != NULL && req->id != f[0])
+        req = req->next;
+    if (req == NULL || req->rank != (uint32_t)src || req->state != PP__REQ_SENT ||
+        (status == 0 && (f[3] != msg->len - hl || f[2] < req->need || f[2] > UINT32_MAX)) ||
+        status > 0 || status < -64) {
+        pthread_mutex_unlock(&m->req_mu);
+        pp__mpi_report(m, "a reply from rank %d matches no request of this rank: ignored", src);
+        m->t->ops->msg_free(m->t, msg);
+        return;
+    }
+    if (status != 0) {
+        finish_req(m, req, status);
+        reap(m, req);
+        pthread_mutex_unlock(&m->req_mu);
+        m->t->ops->msg_free(m->t, msg);
+        return;
+    }
+    atomic_fetch_add_explicit(&m->st.bytes_fetched, f[3], memory_order_relaxed);
+    req->buf = msg->buf;   /* kept: it becomes the copy */
+    req->len = msg->len;
+    req->version = (uint32_t)f[2];
+    if (req->waiters != 0) {
+        req->state = PP__REQ_ARRIVED;
+        pthread_cond_broadcast(&m->req_cv);
+        pthread_mutex_unlock(&m->req_mu);
+        return;
+    }
+    /* A prefetch: install it here if there is room now, never waiting. */
+    req->state = PP__REQ_INSTALLING;
+    pthread_mutex_unlock(&m->req_mu);
+    int rc = install(m, req, PP_PUT_NOWAIT, NULL, NULL);
+    pthread_mutex_lock(&m->req_mu);
+    if (rc == PP_EAGAIN || rc == PP_ENOMEM) {
+        req->state = PP__REQ_ARRIVED;   /* a pin installs it */
+        pthread_cond_broadcast(&m->req_cv);
+    } else {
+        finish_req(m, req, rc == PP_ESTALE ? 0 : rc);
+        reap(m, req);
+    }
+    pthread_mutex_unlock(&m->req_mu);
+}
+
+int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv)
+{
+    pp__mint_t t = { .rank = rank, .home_ref = ref };
+    pthread_mutex_lock(&m->req_mu);
+    t.id = m->next_id++;
+    t.next = m->mints;
+    m->mints = &t;
+    m->unsent++;
+    pthread_mutex_unlock(&m->req_mu);
+    pp__mpi_wake(m);
+    pthread_mutex_lock(&m->req_mu);
+    while (!t.done)
+        pthread_cond_wait(&m->req_cv, &m->req_mu);
+    for (pp__mint_t **p = &m->mints; *p != NULL; p = &(*p)->next) {
+        if (*p == &t) {
+            *p = t.next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->req_mu);
+    if (t.status == 0)
+        *iv = t.iv;
+    return t.status;
+}
+
+void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
+{
+    uint64_t f[PP__WIRE_MINTED_N];
+    if (pp__wire_fixed_check(buf, len, PP__WIRE_MINTED, f, PP__WIRE_MINTED_N) != 0) {
+        pp__mpi_report(m, "a mint answer from rank %d is garbage: ignored", src);
+        return;
+    }
+    int status = (int)(int64_t)f[1];
+    pthread_mutex_lock(&m->req_mu);
+    pp__mint_t *t = m->mints;
+    while (t != NULL && t->id != f[0])
+        t = t->next;
+    if (t == NULL || t->rank != (uint32_t)src || t->done ||
+        (status == 0 && f[2] >= f[3])) {
+        pthread_mutex_unlock(&m->req_mu);
+        pp__mpi_report(m, "a mint answer from rank %d matches no ask: ignored", src);
+        return;
+    }
+    t->status = status;
+    t->iv = (pp__wiv_t){ f[2], f[3] };
+    t->done = true;
+    pthread_cond_broadcast(&m->req_cv);
+    pthread_mutex_unlock(&m->req_mu);
+}
+
+bool pp__remote_idle(pp_mpi_t *m)
+{
+    pthread_mutex_lock(&m->req_mu);
+    bool idle = m->mints == NULL && m->unsent == 0;
+    for (pp__req_t *r = m->reqs; idle && r != NULL; r = r->next)
+        idle = r->state != PP__REQ_SENT;
+    pthread_mutex_unlock(&m->req_mu);
+    return idle;
+}
+
+void pp__remote_destroy(pp_mpi_t *m)
+{
+    for (pp__req_t *r = m->reqs, *next; r != NULL; r = next) {
+        next = r->next;
+        free(r->buf);
+        free(r);
+    }
+    m->reqs = NULL;
+    for (int r = 0; r < m->size; r++) {
+        ck_ht_iterator_t it = CK_HT_ITERATOR_INITIALIZER;
+        ck_ht_entry_t *e;
+        while (ck_ht_next(&m->cache[r], &it, &e))
+            (void)pp_release(m->pool, (pp_ref_t)ck_ht_entry_value_direct(e));
+    }
+}

@@ -336,7 +336,9 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
 {
     if (m == NULL || out == NULL)
         return PP_EINVAL;
-#define PP__LD(f) atomic_load_explicit(&m->st.f, memory_order_relaxed)
+    /* acquire: a count is read after what was done before it (a refused
+     * return is reported before it is counted) */
+#define PP__LD(f) atomic_load_explicit(&m->st.f, memory_order_acquire)
     *out = (pp_mpi_stats_t){
         .misses = PP__LD(misses),
         .hits = PP__LD(hits),

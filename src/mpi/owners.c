@@ -253,11 +253,12 @@ static void return_one(pp_mpi_t *m, int src, pp__wire_return_t r)
 {
     pp__home_t *h = pp__home_find(m, r.ref);
     if (h == NULL || pp__wset_remove(&h->out, (pp__wiv_t){ r.lo, r.hi }) != 0) {
-        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_relaxed);
         pp__mpi_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx that is not "
                           "out (a token imported twice, or garbage): refused",
                        src, (unsigned long long)r.lo, (unsigned long long)r.hi,
                        (unsigned long long)r.ref);
+        /* counted after the report: whoever sees the count sees the line */
+        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_release);
         return;
     }
     home_check(m, h);

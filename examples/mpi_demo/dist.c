@@ -283,7 +283,8 @@ static int import_tokens(md_run_t *r, int q, const pp_mpi_token_t *in, int n)
 static int exchange_tokens(md_run_t *r)
 {
     int size = r->size, ok = 0, total_out = 0, total_in = 0;
-    int *scount = calloc((size_t)size, sizeof *scount), *rcount = calloc((size_t)size, sizeof *rcount);
+    int *scount = calloc((size_t)size, sizeof *scount);
+    int *rcount = calloc((size_t)size, sizeof *rcount);
     int *sdisp = calloc((size_t)size, sizeof *sdisp), *rdisp = calloc((size_t)size, sizeof *rdisp);
     uint8_t *reads = calloc((size_t)size, 1);
     pp_mpi_token_t *out = NULL, *in = NULL;
@@ -450,7 +451,8 @@ static int setup(md_run_t *r)
         /* A layer made on some ranks only cannot be destroyed (that is
          * collective): give up the whole job. */
         fprintf(stderr, "pinpool-mpi-demo: rank %d: pp_mpi_create: %s (%s)\n", r->rank,
-                rc ? pp_strerror(rc) : "ok here, failed on another rank", rc ? pp_err_name(rc) : "-");
+                rc ? pp_strerror(rc) : "ok here, failed on another rank",
+                rc ? pp_err_name(rc) : "-");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     md_progress_lock();

@@ -27,18 +27,20 @@
  * letting each block in its remote pins: OpenMP sees only the local
  * dependences, so it may start a task whose remote input is not yet
  * computed while the local task that (through another rank) leads to
- * that input waits behind it.  With every worker of two ranks blocked so,
- * each waiting for a task the other has not started, the run deadlocks
- * (it needs an unlucky order, not a bug in the layer).  So the scheduler
+ * that input waits behind it.  With every worker of the ranks blocked so,
+ * each waiting for a task another has not started, the run deadlocks (an
+ * unlucky order, not a bug in the layer: a build that created every task
+ * at once hung in 7 of 7 runs at -np 4, order 2048, 64x64 tiles, one
+ * worker per rank; docs/mpi-demo.md).  So the scheduler
  * thread (the OpenMP thread that runs `single`) hands a task to OpenMP
  * only once its remote inputs are published: it looks at a window of the
- * next tasks in the order above, prefetches their remote inputs as they
- * enter the window (the requests wait at the homes: versions are
- * futures), and creates each task whose inputs have arrived and whose
- * own tiles' earlier writers are created, so `depend` still orders them.
- * A created task never waits for another rank's computation, and the
- * first task not yet created, over all ranks, can always be created:
- * no deadlock, whatever order OpenMP picks.
+ * next tasks in the order above (cfg->window), prefetches their remote
+ * inputs as they enter the window (the requests wait at the homes:
+ * versions are futures), and creates each task whose inputs have arrived
+ * and whose own tiles' earlier writers are created, so `depend` still
+ * orders them.  A created task never waits for another rank's
+ * computation, and the first task not yet created, over all ranks, can
+ * always be created: no deadlock, whatever order OpenMP picks.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -294,18 +296,20 @@ static void schedule(sched_t *s, int nthreads)
 {
     md_run_t *r = s->r;
     int lo = 0, seen = 0, cap = OUTSTANDING_PER_THREAD * nthreads;
-    int window = r->cfg->window > 0 ? r->cfg->window : s->ntasks;
+    int window = r->cfg->window;
     long sleep_ns = SLEEP_MIN_NS;
     while (lo < s->ntasks && atomic_load_explicit(&r->failed, memory_order_relaxed) == 0) {
-        int hi = lo + window < s->ntasks ? lo + window : s->ntasks, made = 0;
+        int hi = lo + window < s->ntasks ? lo + window : s->ntasks, made = 0, capped = 0;
         s->scan++;
         for (; seen < hi; seen++)
             prefetch_inputs(s, seen);
         for (int t = lo; t < hi; t++) {
             if (s->created[t])
                 continue;
-            if (s->ncreated - atomic_load_explicit(&s->done, memory_order_relaxed) >= cap)
+            if (s->ncreated - atomic_load_explicit(&s->done, memory_order_relaxed) >= cap) {
+                capped = 1;
                 break;
+            }
             if (ready(s, t)) {
                 create_task(s, t);
                 made++;
@@ -320,7 +324,8 @@ static void schedule(sched_t *s, int nthreads)
             sleep_ns = SLEEP_MIN_NS;
             continue;
         }
-        r->res->gate_waits++;
+        if (!capped)
+            r->res->gate_waits++;
         idle_sleep(&sleep_ns);
     }
     /* Wait here rather than in the barrier, where this thread would run

@@ -99,7 +99,8 @@ static void usage(FILE *f)
         "      --grid PxQ        the ranks' grid (default: P the smallest divisor of R\n"
         "                        with P*P >= R: 2 -> 2x1, 4 -> 2x2, 6 -> 3x2)\n"
         "      --window N        tasks ahead (in the right-looking order) that the\n"
-        "                        scheduler prefetches and may start (default: all)\n"
+        "                        scheduler prefetches and may start (default: as many\n"
+        "                        as stored tiles, T(T+1)/2 for T tiles per side)\n"
         "      --seed S          seed of the matrix (default 1)\n"
         "      --result          one line of key=value figures for scripts (rank 0;\n"
         "                        examples/mpi_demo/compare reads it)\n"
@@ -187,6 +188,8 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
             fprintf(stderr, "pinpool-mpi-demo: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
+    if (c->window == 0)
+        c->window = c->n / c->b * (c->n / c->b + 1) / 2;
     if (!o->grid_given) {
         c->P = 1;
         while (c->P * c->P < size || size % c->P != 0)
@@ -411,8 +414,8 @@ static void header(const md_config_t *c, int size)
                "swap under %s\n", (double)c->mem_limit / MIB, c->swap_dir);
     else
         printf("  each rank's pool: no memory limit\n");
-    if (c->window > 0)
-        printf("  scheduler window: %d tasks\n", c->window);
+    printf("  scheduler: a task goes to OpenMP once its remote inputs are published; "
+           "window %d tasks ahead\n", c->window);
 }
 
 /* Prints the figures; returns the number of failed checks. */

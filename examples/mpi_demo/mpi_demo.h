@@ -23,7 +23,7 @@ typedef struct md_config {
     int workers;            /* OpenMP threads that run kernels, per rank */
     size_t mem_limit;       /* per rank: the pool's resident bytes; 0: none */
     const char *swap_dir;   /* with a limit: where each rank's pool swaps */
-    int window;             /* tasks ahead the scheduler looks at */
+    int window;             /* tasks ahead the scheduler looks at (> 0) */
     uint64_t seed;          /* of the matrix's entries */
     int P, Q;               /* the grid: ranks = P * Q */
 } md_config_t;

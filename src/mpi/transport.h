@@ -14,7 +14,8 @@
  * is copied too when done is NULL; otherwise it is sent from the caller's
  * memory (no copy: a remote pin's reply goes out of the pinned entry) and
  * the caller must leave it alone until done(arg, err) is called, which
- * happens from a later poll on the same transport, never from send.
+ * happens from a later poll on the same transport, never from send (done
+ * may send; it must not poll).
  * poll hands out one received message or nothing, never blocking, and
  * runs the done callbacks of sends that completed.  A received buffer
  * comes from aligned_alloc(PP__MSG_ALIGN, ...): the receiver frees it with
@@ -79,7 +80,12 @@ int pp__mpi_transport_create(MPI_Comm comm, pp__transport_t **out, char *err, si
  * thread).  Chaos, from the seed: each message is held back for a random
  * number of the receiver's polls (0..max_delay), handed out in random
  * order among those due, and, with PP__SEND_DUP_OK, delivered a second
- * time with probability dup_per_mille / 1000. */
+ * time with probability dup_per_mille / 1000.  A send with a done
+ * callback is zero-copy: its body is read when the message is handed out
+ * (its duplicate's at the same time), and done runs at the sender's first
+ * poll after that, so such a send completes only once it is received, as
+ * a large MPI send does.  destroy of a rank does nothing: the world owns
+ * its ranks. */
 typedef struct pp__inproc_world pp__inproc_world_t;
 typedef struct pp__inproc_chaos {
     uint64_t seed;

@@ -106,9 +106,33 @@ static void add_task(sched_t *s, int kind, int nin, int in0, int in1, int out, i
     s->tasks[s->ntasks++] = (task_t){ kind, nin, { in0, in1 }, out, (uint32_t)writes_before + 1 };
 }
 
-/* The right-looking order (StarPU's mpi_cholesky_distributed submits the
- * same); a tile's writers come in the order of their step k, which is the
- * order of its versions. */
+/* Step k's panel: POTRF of tile (k, k), then TRSM of the tiles under it. */
+static void add_panel(sched_t *s, int k)
+{
+    int kk = demo_tile_index(k, k);
+    add_task(s, K_POTRF, 0, 0, 0, kk, k);
+    for (int i = k + 1; i < s->r->T; i++)
+        add_task(s, K_TRSM, 1, kk, 0, demo_tile_index(i, k), k);
+}
+
+/* Step k's updates of columns j0..j1 (SYRK on the diagonal, GEMM below). */
+static void add_updates(sched_t *s, int k, int j0, int j1)
+{
+    for (int j = j0; j <= j1; j++) {
+        add_task(s, K_SYRK, 1, demo_tile_index(j, k), 0, demo_tile_index(j, j), k);
+        for (int i = j + 1; i < s->r->T; i++)
+            add_task(s, K_GEMM, 2, demo_tile_index(i, k), demo_tile_index(j, k),
+                     demo_tile_index(i, j), k);
+    }
+}
+
+/* The right-looking order (StarPU's mpi_cholesky_distributed submits it
+ * too).  With a lookahead of one panel (cfg->lookahead), step k updates
+ * column k + 1 first, then comes panel k + 1, then the rest of step k:
+ * the next panel, on which every rank soon waits, is not created (nor,
+ * OpenMP running ready tasks about first come first served, run) behind
+ * the whole trailing update.  Either way a tile's writers come in the
+ * order of their step k, which is the order of its versions. */
 static int build_tasks(sched_t *s)
 {
     int T = s->r->T;
@@ -120,17 +144,18 @@ static int build_tasks(sched_t *s)
     s->tasks = calloc(n, sizeof *s->tasks);
     if (s->tasks == NULL)
         return -1;
-    for (int k = 0; k < T; k++) {
-        int kk = demo_tile_index(k, k);
-        add_task(s, K_POTRF, 0, 0, 0, kk, k);
-        for (int i = k + 1; i < T; i++)
-            add_task(s, K_TRSM, 1, kk, 0, demo_tile_index(i, k), k);
-        for (int i = k + 1; i < T; i++) {
-            add_task(s, K_SYRK, 1, demo_tile_index(i, k), 0, demo_tile_index(i, i), k);
-            for (int j = k + 1; j < i; j++)
-                add_task(s, K_GEMM, 2, demo_tile_index(i, k), demo_tile_index(j, k),
-                         demo_tile_index(i, j), k);
+    if (!s->r->cfg->lookahead) {
+        for (int k = 0; k < T; k++) {
+            add_panel(s, k);
+            add_updates(s, k, k + 1, T - 1);
         }
+        return 0;
+    }
+    add_panel(s, 0);
+    for (int k = 0; k + 1 < T; k++) {
+        add_updates(s, k, k + 1, k + 1);
+        add_panel(s, k + 1);
+        add_updates(s, k, k + 2, T - 1);
     }
     return 0;
 }

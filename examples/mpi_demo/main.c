@@ -2,7 +2,8 @@
  * pinpool-mpi-demo -- tiled Cholesky across MPI ranks on pinpool_mpi.
  *
  *   mpiexec -np R pinpool-mpi-demo [-n N] [-b B] [-t WORKERS] [-m SIZE]
- *                                  [--grid PxQ] [--window N] [--result] [-q]
+ *                                  [--grid PxQ] [--window N] [--lookahead L]
+ *                                  [--result] [-q]
  *
  * Factorises a symmetric positive definite matrix A = L L^T whose tiles
  * are spread block-cyclically over a P x Q grid of ranks.  Each rank keeps
@@ -101,6 +102,9 @@ static void usage(FILE *f)
         "      --window N        tasks ahead (in the right-looking order) that the\n"
         "                        scheduler prefetches and may start (default: as many\n"
         "                        as stored tiles, T(T+1)/2 for T tiles per side)\n"
+        "      --lookahead L     1 (default): step k updates column k+1 first, then\n"
+        "                        comes panel k+1, then the rest of step k; 0: the\n"
+        "                        plain right-looking order, panel by panel\n"
         "      --seed S          seed of the matrix (default 1)\n"
         "      --result          one line of key=value figures for scripts (rank 0;\n"
         "                        examples/mpi_demo/compare reads it)\n"
@@ -111,7 +115,7 @@ static void usage(FILE *f)
 /* 0, 1 (--help printed), or -1 (usage error, printed by rank 0). */
 static int parse_options(int argc, char **argv, int rank, int size, options_t *o)
 {
-    enum { O_SWAP_DIR = 256, O_GRID, O_WINDOW, O_SEED, O_RESULT };
+    enum { O_SWAP_DIR = 256, O_GRID, O_WINDOW, O_LOOKAHEAD, O_SEED, O_RESULT };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -120,6 +124,7 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
         { "swap-dir", required_argument, NULL, O_SWAP_DIR },
         { "grid", required_argument, NULL, O_GRID },
         { "window", required_argument, NULL, O_WINDOW },
+        { "lookahead", required_argument, NULL, O_LOOKAHEAD },
         { "seed", required_argument, NULL, O_SEED },
         { "result", no_argument, NULL, O_RESULT },
         { "quiet", no_argument, NULL, 'q' },
@@ -134,6 +139,7 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
     if (env != NULL && demo_parse_int(env, 1, 1024, &c->workers) != 0)
         c->workers = 1;
     c->seed = 1;
+    c->lookahead = 1;
     const char *tmp = getenv("TMPDIR");
     c->swap_dir = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
     int opt, seed, li = -1;
@@ -164,6 +170,10 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
             break;
         case O_WINDOW:
             if (demo_parse_int(optarg, 1, 1 << 30, &c->window) != 0)
+                goto bad;
+            break;
+        case O_LOOKAHEAD:
+            if (demo_parse_int(optarg, 0, 1, &c->lookahead) != 0)
                 goto bad;
             break;
         case O_SEED:
@@ -414,8 +424,9 @@ static void header(const md_config_t *c, int size)
                "swap under %s\n", (double)c->mem_limit / MIB, c->swap_dir);
     else
         printf("  each rank's pool: no memory limit\n");
-    printf("  scheduler: a task goes to OpenMP once its remote inputs are published; "
-           "window %d tasks ahead\n", c->window);
+    printf("  task order: right-looking%s; a task goes to OpenMP once its remote inputs are "
+           "published, window %d tasks ahead\n", c->lookahead ? ", the next panel first" : "",
+           c->window);
 }
 
 /* Prints the figures; returns the number of failed checks. */
@@ -471,10 +482,12 @@ static int summary(const md_config_t *c, int size, const totals_t *t)
 
 static void result_line(const md_config_t *c, int size, const totals_t *t, int failed)
 {
-    printf("result: impl=pinpool-mpi ranks=%d grid=%dx%d n=%d b=%d workers=%d limit=%zu "
+    printf("result: impl=pinpool-mpi ranks=%d grid=%dx%d n=%d b=%d workers=%d lookahead=%d "
+           "limit=%zu "
            "factorize_s=%.4f total_s=%.4f residual=%.3e misses=%" PRIu64 " hits=%" PRIu64
            " fetched=%" PRIu64 " served=%" PRIu64 " weight_messages=%" PRIu64 " ok=%d\n",
-           size, c->P, c->Q, c->n, c->b, c->workers, c->mem_limit, t->max.t_factorize,
+           size, c->P, c->Q, c->n, c->b, c->workers, c->lookahead, c->mem_limit,
+           t->max.t_factorize,
            t->max.t_generate + t->max.t_factorize + t->max.t_check + t->max.t_release,
            t->residual, t->sum.mpi.misses, t->sum.mpi.hits, t->sum.mpi.bytes_fetched,
            t->sum.mpi.bytes_served, t->sum.mpi.weight_messages, failed == 0);

@@ -24,6 +24,7 @@ typedef struct md_config {
     size_t mem_limit;       /* per rank: the pool's resident bytes; 0: none */
     const char *swap_dir;   /* with a limit: where each rank's pool swaps */
     int window;             /* tasks ahead the scheduler looks at (> 0) */
+    int lookahead;          /* 1: the next panel before the trailing update */
     uint64_t seed;          /* of the matrix's entries */
     int P, Q;               /* the grid: ranks = P * Q */
 } md_config_t;

@@ -230,9 +230,9 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
         why = "fewer tiles per side than ranks along one side of the grid";
     } else if (c->mem_limit != 0 && c->mem_limit < need) {
         snprintf(msg, sizeof msg, "a memory limit of %.1f MiB is too small for tiles of %.1f "
-                 "MiB and %d workers; give at least %.1f MiB (-m: 17 tiles, or 4 per worker "
+                 "MiB and %d worker%s; give at least %.1f MiB (-m: 17 tiles, or 4 per worker "
                  "and 2)", (double)c->mem_limit / MIB, (double)tile / MIB, c->workers,
-                 (double)need / MIB);
+                 c->workers == 1 ? "" : "s", (double)need / MIB);
         why = msg;
     }
     if (why != NULL) {

@@ -195,6 +195,7 @@ struct pp_mpi {
     pp__parked_t *retry;           /* requests whose home pin said PP_EAGAIN */
     unsigned unsent;               /* requests and mints not sent yet (req_mu) */
     int progress_err;              /* first transport failure */
+    uint64_t awaiting;             /* requests and mints sent, not answered yet */
 
     _Atomic int64_t remote_pins;   /* remote pins held (destroy refuses while > 0) */
     struct {

@@ -8,8 +8,10 @@
  * weight returns that are due: one message per home holds every record
  * queued for it, sent once 256 are queued or the oldest has waited
  * RETURN_DELAY_NS.  It never blocks on anything but its own idle sleep:
- * while there is work, or for SPIN_NS after the last work, it polls,
- * yielding the CPU between polls; then it sleeps on a futex word with a
+ * while there is work, while its sends are in flight or answers to its
+ * requests are due (MPI moves a large message only while both ends call
+ * into it), and for SPIN_NS after the last work, it polls, yielding the
+ * CPU between polls; then it sleeps on a futex word with a
  * timeout that doubles from 1 us to 1 ms, and a command wakes it at once.
  * A message from another rank can only be seen by polling, so the first
  * request that reaches an idle home waits up to 1 ms.
@@ -273,7 +275,17 @@ void *pp__progress_main(void *arg)
             if (fin_sent && all_done(m))
                 break;
         }
+        /* Busy, not idle, while our sends are in flight or answers are
+         * due: without asynchronous progress in MPI, a large message moves
+         * only while both ends call into it, so neither end may sleep. */
+        bool waiting = m->awaiting != 0 || m->t->ops->sends_pending(m->t) != 0;
         uint64_t now = pp__mpi_now_ns();
+        if (waiting && did == 0 && !retrying) {
+            sched_yield();
+            last_work = now;
+            sleep_ns = 1000;
+            continue;
+        }
         if (did != 0 || retrying) {
             last_work = now;
             sleep_ns = 1000;

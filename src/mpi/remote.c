@@ -291,6 +291,8 @@ int pp__remote_send_new(pp_mpi_t *m)
         if (rc != 0) {
             finish_req(m, r, rc);
             reap(m, r);
+        } else {
+            m->awaiting++;
         }
         sent++;
     }
@@ -308,6 +310,8 @@ int pp__remote_send_new(pp_mpi_t *m)
             t->status = rc;
             t->done = true;
             pthread_cond_broadcast(&m->req_cv);
+        } else {
+            m->awaiting++;
         }
         sent++;
     }
@@ -338,6 +342,7 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
         m->t->ops->msg_free(m->t, msg);
         return;
     }
+    m->awaiting--;
     if (status != 0) {
         finish_req(m, req, status);
         reap(m, req);
@@ -413,6 +418,7 @@ void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
         pp__mpi_report(m, "a mint answer from rank %d matches no ask: ignored", src);
         return;
     }
+    m->awaiting--;
     t->status = status;
     t->iv = (pp__wiv_t){ f[2], f[3] };
     t->done = true;

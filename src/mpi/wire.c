@@ -68,9 +68,23 @@ void pp__wire_fixed_pack(void *buf, unsigned kind, const uint64_t *f, unsigned n
         put64(p + PP__WIRE_HDR + 8 * i, f[i]);
 }
 
+/* The field count of each fixed kind (0: not a fixed kind). */
+static unsigned fixed_fields(unsigned kind)
+{
+    switch (kind) {
+    case PP__WIRE_REQ: return PP__WIRE_REQ_N;
+    case PP__WIRE_REPLY: return PP__WIRE_REPLY_N;
+    case PP__WIRE_MINT: return PP__WIRE_MINT_N;
+    case PP__WIRE_MINTED: return PP__WIRE_MINTED_N;
+    case PP__WIRE_FIN: return PP__WIRE_FIN_N;
+    default: return 0;
+    }
+}
+
 int pp__wire_fixed_check(const void *buf, size_t len, unsigned kind, uint64_t *f, unsigned nf)
 {
-    if (len != PP__WIRE_FIXED_SIZE(nf) || pp__wire_kind(buf, len) != (int)kind)
+    if (nf != fixed_fields(kind) || len != PP__WIRE_FIXED_SIZE(nf) ||
+        pp__wire_kind(buf, len) != (int)kind)
         return PP_ECORRUPT;
     const unsigned char *p = buf;
     if (get32(p + 8) != 0 || get32(p + 12) != 0)

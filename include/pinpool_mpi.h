@@ -42,13 +42,28 @@
  *  it minted has come back exactly once.  Consequences:
  *   - no order of messages frees an entry early: the weight of a token in
  *     flight is still out;
- *   - a token imported twice while its first copy is held is refused
- *     (PP_EINVAL); a duplicate imported after the first went home is
- *     refused by the home when it comes back (counted in the stats and
- *     reported); neither frees early or late;
+ *   - a token imported again on the rank that holds it is refused
+ *     (PP_EINVAL, counted in refused_imports);
+ *   - the same token imported on two ranks: the first return is accepted,
+ *     the second refused and reported at the home (refused_returns); the
+ *     entry is never freed twice, but may be freed while the second
+ *     holder holds it, whose pins then return PP_ESTALE (docs/mpi.md);
  *   - a token that is never imported is weight that never comes back: the
  *     entry stays until pp_mpi_token_drop returns it, or until destroy,
  *     which reports it.
+ *  Entries put with pp_mpi_put are owned through pp_mpi_retain and
+ *  pp_mpi_release on every rank, the home included (the layer holds one
+ *  pool owner of its own; pp_release of such a ref is a misuse, reported).
+ *
+ * ---------------------------------------------------------------------------
+ * Remote pins and cached copies
+ * ---------------------------------------------------------------------------
+ *  A copy is kept in the cache only while this rank owns the ref (it is
+ *  dropped with the rank's last owner); a pin of a ref this rank does not
+ *  own is served with a copy that dies when it is unpinned.  A copy is a
+ *  snapshot: a home write pin and a serve of the same entry exclude each
+ *  other.  Only flat entries are served to other ranks (no type, or a type
+ *  without save/load); a remote pin of a typed entry is PP_ENOTSUP.
  *
  * ---------------------------------------------------------------------------
  * Threads and MPI
@@ -83,7 +98,7 @@ typedef struct pp_mpi pp_mpi_t;          /* opaque */
 typedef struct pp_gref {
     pp_ref_t ref;                        /* the home's local ref */
     uint32_t rank;                       /* the home */
-    uint32_t version;                    /* needed at least; 0: current */
+    uint32_t version;                    /* needed at least; 0 (or 1): any */
 } pp_gref_t;
 
 typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
@@ -99,11 +114,17 @@ typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
  * MPI_THREAD_SERIALIZED), PP_EIO (an MPI call failed), PP_ENOMEM. */
 int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out);
 /* Collective.  Drains what is in flight, returns the weight this rank
- * holds, and reports owners other ranks never returned (and tokens never
- * imported).  PP_EBUSY: a remote pin is still held here (nothing done). */
+ * holds (reporting owners of other ranks' entries never released here),
+ * and reports home entries whose weight never came back (owners other
+ * ranks never released, tokens never imported), then drops them.
+ * PP_EBUSY: a remote pin is still held here (nothing done; call it again
+ * on every rank).  PP_EIO: an MPI call failed while the layer ran (the
+ * layer is destroyed all the same). */
 int pp_mpi_destroy(pp_mpi_t *m);
 
-/* pp_put on this rank; *out names it, version 1, with one local owner. */
+/* pp_put on this rank; *out names it, version 1, with one owner (this
+ * rank's, released with pp_mpi_release).  Errors: those of pp_put, and
+ * PP_ENOMEM (no home record); on failure data is still the caller's. */
 int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type,
                unsigned flags, pp_gref_t *out);
 
@@ -124,11 +145,18 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * new version).  Elsewhere, a read-only cached copy of at least
  * ref.version: a hit is a local lookup and a local pin, no MPI call; a
  * miss asks the home and waits (PP_PIN_NOWAIT: PP_EAGAIN at once, the
- * request sent).  *got: the version pinned (may be NULL).  Errors: those
- * of pp_pin, PP_ENOTSUP (PP_PIN_WRITE of a remote ref), PP_ESTALE (the
- * home's entry is dead), PP_EIO (MPI failed, or the home could not
- * answer). */
+ * request sent).  A home pin of a version not yet published waits for
+ * it the same way; a home PP_PIN_WRITE also waits (PP_PIN_NOWAIT:
+ * PP_EAGAIN) while a copy of the entry is being sent.  *got: the version
+ * pinned (may be NULL; a home write pin: the version it writes over).
+ * Errors: those of pp_pin, PP_EINVAL (garbage rank, PP_REF_NONE, unknown
+ * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a remote typed entry),
+ * PP_ESTALE (the home's entry is dead or never was), PP_EIO (MPI failed).
+ * A hit takes no lock and makes no MPI call. */
 int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
+/* Pins n refs, all or none (on failure the pins taken are dropped and the
+ * first error returned); data: n pointers, got: n versions or NULL.  The
+ * remote misses are all requested before the first wait. */
 int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags,
                     void **data, uint32_t *got);
 /* Drops a pin taken by pp_mpi_pin or pp_mpi_pin_many.  flags: the pin's
@@ -138,7 +166,10 @@ int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags
  * at once).  Errors: PP_EINVAL (data is not a pin of ref), those of
  * pp_unpin.  No lock, no MPI call. */
 int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
-/* Starts fetching a remote ref's copy (a home ref: pp_prefetch). */
+/* Starts fetching a remote ref's copy of at least ref.version, without
+ * waiting (a home ref: pp_prefetch).  The copy is installed when it
+ * arrives if there is room then (otherwise at the next pin).  Errors:
+ * PP_EINVAL (garbage rank or ref), PP_ENOMEM. */
 int pp_mpi_prefetch(pp_mpi_t *m, pp_gref_t ref);
 
 typedef struct pp_mpi_stats {

@@ -72,6 +72,7 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t 
     h->minted = 0;
     h->out = (pp__wset_t)PP__WSET_INIT;
     h->parked = NULL;
+    h->zombie = false;
     atomic_store_explicit(&h->version, 1, memory_order_relaxed);
     atomic_store_explicit(&h->rw, 0, memory_order_relaxed);
     atomic_store_explicit(&h->publish_queued, false, memory_order_relaxed);
@@ -220,14 +221,27 @@ static void reply_status(pp_mpi_t *m, int src, uint64_t id, int status)
     (void)pp__progress_send(m, src, PP__TAG_REPLY, hdr, sizeof hdr, NULL, 0, 0, NULL, NULL);
 }
 
+static void recycle(pp_mpi_t *m, pp__home_t *h)
+{
+    pthread_mutex_lock(&m->home_mu);
+    h->next_free = m->home_free;
+    m->home_free = h;
+    pthread_mutex_unlock(&m->home_mu);
+}
+
 static void served(void *arg, int err)
 {
     serve_t *s = arg;
+    pp__home_t *h = s->h;
     (void)err;   /* a failed send was reported by the transport's caller */
     (void)pp_unpin(s->m->pool, s->ref);
     /* release: our reads of the data (the send) come before a writer's
      * acquire CAS lets it write */
-    atomic_fetch_sub_explicit(&s->h->rw, 1, memory_order_release);
+    uint32_t was = atomic_fetch_sub_explicit(&h->rw, 1, memory_order_release);
+    if (h->zombie && was == 1) {
+        h->zombie = false;   /* killed during the send: its memory may be reused now */
+        recycle(s->m, h);
+    }
     free(s);
 }
 
@@ -355,10 +369,15 @@ void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
         free(p);
         p = next;
     }
-    pthread_mutex_lock(&m->home_mu);
-    h->next_free = m->home_free;
-    m->home_free = h;
-    pthread_mutex_unlock(&m->home_mu);
+    /* A serve in flight still holds h (its done callback decrements rw), so
+     * h is reused only after it: served() recycles it.  A write pin still
+     * held when the entry died cannot find h again at its unpin (h is out
+     * of the table), so such a record is never reused: it stays a zombie
+     * until destroy frees its block (one record per such race). */
+    if (atomic_load_explicit(&h->rw, memory_order_relaxed) != 0)
+        h->zombie = true;
+    else
+        recycle(m, h);
 }
 
 /* Destroy, before FIN: a request that waits for a version nobody will

@@ -99,6 +99,9 @@ typedef struct pp__home {
      * the publish command is in the queue (a second one adds nothing) */
     _Atomic bool publish_queued;
     pp__cmd_t publish_cmd, kill_cmd;
+    /* progress thread only: killed while a serve was in flight (or a write
+     * pin held): recycled when the last serve is done, never before */
+    bool zombie;
 } pp__home_t;
 
 /* ---- the remote side ------------------------------------------------- */

@@ -1,0 +1,210 @@
+/*
+ * mpi_torture.c -- randomized multi-rank torture of the MPI layer.
+ *
+ * Each rank runs worker threads that put entries, pin them (at home and
+ * remotely, one at a time and in batches, waiting and not), write them on
+ * their home (publishing versions), export tokens and send them to other
+ * ranks in the program's own messages, import what arrives, prefetch,
+ * drop tokens and release.  What is checked, always:
+ *  - every byte of every pin: an entry's contents are a function of its
+ *    home, its id and its version, so a pin that reports version v must
+ *    hold exactly version v's bytes (a torn or stale copy fails);
+ *  - a pin of a ref the thread owns never fails (no early free), and the
+ *    version it gets is at least the one the thread knows;
+ *  - importing a token a second time on the rank holding it is refused;
+ *  - at the end (everything released, destroy collective), every entry
+ *    was freed exactly once, on its home, and nothing was reported.
+ *
+ *   mpi_torture --ranks 3 [options]        ranks as threads (in-process
+ *                                          transport: delays, reordering,
+ *                                          duplicates from the seed)
+ *   mpiexec -np 4 mpi_torture --mpi [...]  one rank per MPI process
+ *
+ * Options: --threads T (workers per rank, 2), --seconds S (2), --seed N,
+ * --mem-limit BYTES (0: none) with --swap DIR, --delay D and --dup P
+ * (in-process chaos: polls and per mille).  Exit 0: nothing found.
+ */
+#include "mpi_torture.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+opts_t g_opt = { .ranks = 3, .threads = 2, .seconds = 2, .seed = 1, .delay = 4, .dup = 100 };
+atomic_int g_failed;
+
+void failf(int rank, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "FAIL: seed %llu rank %d: %s\n", (unsigned long long)g_opt.seed, rank, line);
+    atomic_store(&g_failed, 1);
+}
+
+/* ---- contents ---------------------------------------------------------- */
+
+static uint64_t mix(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t z = a * 0x9e3779b97f4a7c15ull ^ b * 0xbf58476d1ce4e5b9ull ^ c * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    z *= 0xd6e8feb86659fd93ull;
+    return z ^ (z >> 32);
+}
+
+void content_fill(void *data, size_t size, uint32_t home, uint64_t id, uint32_t version)
+{
+    ent_hdr_t *h = data;
+    *h = (ent_hdr_t){ ENT_MAGIC, id, home, version };
+    uint64_t *w = (uint64_t *)(h + 1);
+    size_t n = (size - sizeof *h) / 8;
+    uint64_t s = mix(home, id, version);
+    for (size_t i = 0; i < n; i++)
+        w[i] = s + i * 0x100000001b3ull;
+}
+
+/* 0, or a description of the first difference. */
+const char *content_check(const void *data, size_t size, uint32_t home, uint64_t id,
+                          uint32_t version)
+{
+    const ent_hdr_t *h = data;
+    if (h->magic != ENT_MAGIC || h->id != id || h->home != home)
+        return "header names another entry";
+    if (h->version != version)
+        return "header names another version than the pin reported";
+    const uint64_t *w = (const uint64_t *)(h + 1);
+    size_t n = (size - sizeof *h) / 8;
+    uint64_t s = mix(home, id, version);
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != s + i * 0x100000001b3ull)
+            return "bytes of another version (a torn or stale copy)";
+    return NULL;
+}
+
+/* ---- the type: counts frees per id ------------------------------------- */
+
+static void ent_free(void *data, size_t size, void *ctx)
+{
+    rank_t *R = ctx;
+    const ent_hdr_t *h = data;
+    if (size < sizeof *h || h->magic != ENT_MAGIC || h->home != (uint32_t)R->rank ||
+        h->id >= MAX_IDS) {
+        failf(R->rank, "free of a buffer that is not one of this rank's entries");
+    } else {
+        atomic_fetch_add(&R->frees[h->id], 1);
+    }
+    free(data);
+}
+
+/* ---- a rank -------------------------------------------------------------- */
+
+static void rank_report(const char *line, void *ctx)
+{
+    rank_t *R = ctx;
+    atomic_fetch_add(&R->reports, 1);
+    fprintf(stderr, "report (rank %d): %s\n", R->rank, line);
+}
+
+int rank_setup(rank_t *R, int rank, int size)
+{
+    R->rank = rank;
+    R->size = size;
+    R->frees = calloc(MAX_IDS, sizeof *R->frees);
+    R->put_ids = 0;
+    R->type = (pp_type_t){ .name = "torture entry", .free = ent_free, .ctx = R };
+    pp_options_t opt = PP_OPTIONS_INIT;
+    opt.report = rank_report;
+    opt.report_ctx = R;
+    opt.mem_limit = g_opt.mem_limit;
+    opt.swap_dir = g_opt.swap;
+    int rc = pp_pool_create(&opt, &R->pool);
+    if (rc != 0)
+        fprintf(stderr, "rank %d: pp_pool_create: %s\n", rank, pp_strerror(rc));
+    return rc;
+}
+
+/* After the layer's destroy, before the pool's: nothing is left alive
+ * (every entry and copy was freed; with swap, the only check of frees). */
+void rank_check_empty(rank_t *R)
+{
+    int rc = pp_pool_drain(R->pool, 30000);
+    pp_stats_t st;
+    if (rc != 0 || pp_pool_stats(R->pool, &st) != 0) {
+        failf(R->rank, "drain: %s", pp_err_name(rc));
+        return;
+    }
+    if (st.total.entries != 0)
+        failf(R->rank, "%llu entries still alive after destroy (puts %llu, frees %llu)",
+              (unsigned long long)st.total.entries, (unsigned long long)st.total.puts,
+              (unsigned long long)st.total.frees);
+}
+
+/* After destroy: every entry this rank put was freed exactly once. */
+void rank_final_checks(rank_t *R)
+{
+    for (uint64_t id = 0; g_opt.swap == NULL && id < (uint64_t)atomic_load(&R->put_ids) && id < MAX_IDS; id++) {
+        unsigned f = atomic_load(&R->frees[id]);
+        if (f != 1)
+            failf(R->rank, "entry %llu was freed %u times", (unsigned long long)id, f);
+    }
+    if (atomic_load(&R->reports) != 0)
+        failf(R->rank, "%d report line(s)", atomic_load(&R->reports));
+}
+
+void rank_summary(rank_t *R, pp_mpi_stats_t *st)
+{
+    printf("rank %d: %llu puts, %llu pins (%llu remote: %llu misses, %llu hits), %llu writes, "
+           "%llu tokens sent, %llu imported; weight: %llu records in %llu messages; "
+           "%llu bytes fetched\n",
+           R->rank, (unsigned long long)R->n.puts, (unsigned long long)R->n.pins,
+           (unsigned long long)(st->misses + st->hits), (unsigned long long)st->misses,
+           (unsigned long long)st->hits, (unsigned long long)R->n.writes,
+           (unsigned long long)R->n.sent, (unsigned long long)R->n.imported,
+           (unsigned long long)st->weight_records, (unsigned long long)st->weight_messages,
+           (unsigned long long)st->bytes_fetched);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: mpi_torture [--mpi | --ranks N] [--threads T] [--seconds S] "
+                    "[--seed N] [--mem-limit B --swap DIR] [--delay D] [--dup P]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        { "mpi", no_argument, NULL, 'M' },       { "ranks", required_argument, NULL, 'r' },
+        { "threads", required_argument, NULL, 't' }, { "seconds", required_argument, NULL, 's' },
+        { "seed", required_argument, NULL, 'S' },  { "mem-limit", required_argument, NULL, 'm' },
+        { "swap", required_argument, NULL, 'w' },  { "delay", required_argument, NULL, 'd' },
+        { "dup", required_argument, NULL, 'u' },   { NULL, 0, NULL, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'M': g_opt.mpi = true; break;
+        case 'r': g_opt.ranks = atoi(optarg); break;
+        case 't': g_opt.threads = atoi(optarg); break;
+        case 's': g_opt.seconds = atof(optarg); break;
+        case 'S': g_opt.seed = strtoull(optarg, NULL, 0); break;
+        case 'm': g_opt.mem_limit = strtoull(optarg, NULL, 0); break;
+        case 'w': g_opt.swap = optarg; break;
+        case 'd': g_opt.delay = (unsigned)atoi(optarg); break;
+        case 'u': g_opt.dup = (unsigned)atoi(optarg); break;
+        default: usage();
+        }
+    }
+    if (g_opt.ranks < 1 || g_opt.ranks > MAX_RANKS || g_opt.threads < 1 ||
+        g_opt.threads > MAX_THREADS || g_opt.seconds <= 0)
+        usage();
+    int rc = g_opt.mpi ? run_mpi(&argc, &argv) : run_inproc();
+    if (rc == 0 && atomic_load(&g_failed) == 0) {
+        printf("mpi_torture: seed %llu: nothing found\n", (unsigned long long)g_opt.seed);
+        return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,90 @@
+/*
+ * mpi_torture.h -- what the MPI torture's files share (mpi_torture.c:
+ * options, contents, the entry type, a rank's setup and checks; worker.c:
+ * the workers' operations; world.c: ranks as threads, or MPI, and the
+ * channel that carries tokens between ranks).
+ */
+#ifndef PP_MPI_TORTURE_H
+#define PP_MPI_TORTURE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <pinpool_mpi.h>
+
+#define MAX_RANKS   16
+#define MAX_THREADS 16
+#define MAX_IDS     (1u << 20)   /* entries one rank may put in a run */
+#define MAX_OWNED   48           /* owners one worker holds at once */
+#define ENT_MAGIC   0x746f727475726531ull
+
+typedef struct opts {
+    bool mpi;
+    int ranks, threads;
+    double seconds;
+    uint64_t seed;
+    size_t mem_limit;
+    const char *swap;
+    unsigned delay, dup;
+} opts_t;
+extern opts_t g_opt;
+extern atomic_int g_failed;
+
+/* An entry's first bytes; the rest is a function of (home, id, version). */
+typedef struct ent_hdr {
+    uint64_t magic;
+    uint64_t id;
+    uint32_t home;
+    uint32_t version;
+} ent_hdr_t;
+
+/* A token on its way to another rank, in the program's own message. */
+typedef struct tmsg {
+    uint32_t kind;               /* TMSG_TOKEN, TMSG_DONE */
+    uint32_t version;            /* the sender's known version */
+    uint64_t size;               /* the entry's bytes */
+    uint64_t id;
+    pp_mpi_token_t token;
+} tmsg_t;
+enum { TMSG_TOKEN = 1, TMSG_DONE = 2 };
+
+typedef struct chan chan_t;       /* world.c */
+int chan_send(chan_t *ch, int src, int dst, const tmsg_t *m);
+/* 1 and *m (and *src): a message for rank; 0: none now. */
+int chan_recv(chan_t *ch, int rank, tmsg_t *m, int *src);
+
+typedef struct rank {
+    int rank, size;
+    pp_pool_t *pool;
+    pp_mpi_t *m;
+    chan_t *ch;
+    pp_type_t type;
+    _Atomic unsigned *frees;     /* [MAX_IDS] */
+    atomic_uint_fast64_t put_ids;
+    atomic_int reports;
+    atomic_int dones;            /* DONE messages in (a worker may take one) */
+    struct {
+        uint64_t puts, pins, writes, sent, imported;
+    } n;                         /* summed from the workers at the end */
+} rank_t;
+
+void failf(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void content_fill(void *data, size_t size, uint32_t home, uint64_t id, uint32_t version);
+const char *content_check(const void *data, size_t size, uint32_t home, uint64_t id,
+                          uint32_t version);
+int rank_setup(rank_t *R, int rank, int size);
+void rank_check_empty(rank_t *R);
+void rank_final_checks(rank_t *R);
+void rank_summary(rank_t *R, pp_mpi_stats_t *st);
+
+/* worker.c: runs the rank's workers for the run's time, then releases
+ * everything they hold and drains the channel (DONE from every rank). */
+void rank_run(rank_t *R);
+
+/* world.c */
+int run_inproc(void);
+int run_mpi(int *argc, char ***argv);
+
+#endif /* PP_MPI_TORTURE_H */

@@ -77,6 +77,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,6 +166,22 @@ static void disarm(void)
     pthread_mutex_unlock(&watch_mu);
 }
 
+/* Every thread's stack of this process on stderr, from gdb if it is
+ * installed (what a hang report needs); nothing otherwise. */
+static void backtrace_all(void)
+{
+    fflush(stderr);
+    if (system("command -v gdb >/dev/null 2>&1") != 0)
+        return;
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "gdb -p %ld -batch -ex 'thread apply all bt' 2>/dev/null"
+             " | grep -E '^(#|Thread)' | sed 's/^/mpibench: rank %d: /' >&2", (long)getpid(),
+             rank);
+    if (system(cmd) != 0)
+        fprintf(stderr, "mpibench: rank %d: gdb gave no backtrace\n", rank);
+}
+
 static void *watchdog(void *arg)
 {
     (void)arg;
@@ -179,7 +196,12 @@ static void *watchdog(void *arg)
         if (late) {
             fprintf(stderr, "mpibench: rank %d: %s: not finished after %d s (--timeout):"
                             " no progress, ending the job\n", rank, what, timeout_s);
-            fflush(stderr);
+            backtrace_all();
+            /* The other rank's watchdog fires within about a second of
+             * this one (the steps' deadlines differ by that much): let it
+             * print its own before the job ends. */
+            struct timespec pause = { 3, 0 };
+            nanosleep(&pause, NULL);
             MPI_Abort(MPI_COMM_WORLD, 3);
             _exit(3);
         }

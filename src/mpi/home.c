@@ -76,6 +76,8 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t 
     atomic_store_explicit(&h->version, 1, memory_order_relaxed);
     atomic_store_explicit(&h->rw, 0, memory_order_relaxed);
     atomic_store_explicit(&h->publish_queued, false, memory_order_relaxed);
+    atomic_store_explicit(&h->has_parked, false, memory_order_relaxed);
+    atomic_store_explicit(&h->local_waiters, 0, memory_order_relaxed);
     /* release: the fields above are set before a reader can match the key */
     atomic_store_explicit(&h->ref, ref, memory_order_release);
     if (!pp__ht_set(&m->home, ref, (uint64_t)(uintptr_t)h)) {
@@ -123,8 +125,13 @@ static int wait_version(pp_mpi_t *m, pp__home_t *h, uint32_t need, unsigned flag
     if (flags & PP_PIN_NOWAIT)
         return PP_EAGAIN;
     pthread_mutex_lock(&m->req_mu);
-    while (atomic_load_explicit(&h->version, memory_order_acquire) < need)
+    /* seq_cst, with the version load after it and the unpin's increment
+     * and waiter load: either the unpin sees us waiting and broadcasts
+     * (under req_mu, so not before we wait), or we see its version */
+    atomic_fetch_add(&h->local_waiters, 1);
+    while (atomic_load(&h->version) < need)
         pthread_cond_wait(&m->pub_cv, &m->req_mu);
+    atomic_fetch_sub(&h->local_waiters, 1);
     pthread_mutex_unlock(&m->req_mu);
     return 0;
 }
@@ -185,18 +192,22 @@ int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
     int rc = pp_unpin(m->pool, ref.ref);
     if (rc != 0)
         return rc;
-    /* release: a reader that sees the new version (acquire) sees the data
-     * written under this pin */
-    atomic_fetch_add_explicit(&h->version, 1, memory_order_release);
-    /* release: pairs with a serve's acquire CAS: the writes come before
-     * the send that reads them */
-    atomic_fetch_sub_explicit(&h->rw, PP__RW_WRITER, memory_order_release);
-    pthread_mutex_lock(&m->req_mu);
-    pthread_cond_broadcast(&m->pub_cv);
-    pthread_mutex_unlock(&m->req_mu);
+    /* seq_cst (release at least: a reader that sees the new version sees
+     * the data written under this pin): ordered before the loads of
+     * local_waiters and has_parked below, against wait_version and park */
+    atomic_fetch_add(&h->version, 1);
+    /* seq_cst: pairs with a serve's acquire CAS (the writes come before the
+     * send that reads them), and orders the has_parked load after it */
+    atomic_fetch_sub(&h->rw, PP__RW_WRITER);
+    if (atomic_load(&h->local_waiters) != 0) {
+        pthread_mutex_lock(&m->req_mu);
+        pthread_cond_broadcast(&m->pub_cv);
+        pthread_mutex_unlock(&m->req_mu);
+    }
     /* Tell the progress thread, whose parked requests may now be served;
      * one queued command per record is enough (it rereads the version). */
-    if (!atomic_exchange_explicit(&h->publish_queued, true, memory_order_acq_rel)) {
+    if (atomic_load(&h->has_parked) &&
+        !atomic_exchange_explicit(&h->publish_queued, true, memory_order_acq_rel)) {
         h->publish_cmd = (pp__cmd_t){ .kind = PP__CMD_PUBLISH, .home = h };
         h->publish_cmd.rec.ref = ref.ref;
         pp__mpi_push(m, &h->publish_cmd);
@@ -269,9 +280,19 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         return 1;
     }
     uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
-    for (;;) {
+    for (bool looked_again = false;;) {
         if (v >= PP__RW_WRITER || atomic_load_explicit(&h->version, memory_order_acquire) < need ||
             (v & PP__RW_SERVES) == PP__RW_SERVES) {
+            if (!looked_again) {
+                /* seq_cst: set before we look again, so a write unpin
+                 * either sees it (and tells us) or made the change we
+                 * now see */
+                atomic_store(&h->has_parked, true);
+                looked_again = true;
+                v = atomic_load(&h->rw);
+                (void)atomic_load(&h->version);
+                continue;
+            }
             if (park(&h->parked, src, id, ref, need) != 0) {
                 reply_status(m, src, id, PP_ENOMEM);
                 return 1;
@@ -344,11 +365,13 @@ static void serve_list(pp_mpi_t *m, pp__parked_t *p)
 
 void pp__home_publish(pp_mpi_t *m, pp__home_t *h)
 {
-    /* acq_rel: the flag is cleared before the list is read, so a publish
+    /* seq_cst: the flag is cleared before the list is read, so a publish
      * after this point queues the command again */
     atomic_store_explicit(&h->publish_queued, false, memory_order_seq_cst);
     pp__parked_t *p = h->parked;
     h->parked = NULL;
+    /* what cannot be served now parks again, and sets the flag again */
+    atomic_store(&h->has_parked, false);
     serve_list(m, p);
 }
 

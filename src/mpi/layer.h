@@ -102,6 +102,12 @@ typedef struct pp__home {
     /* progress thread only: killed while a serve was in flight (or a write
      * pin held): recycled when the last serve is done, never before */
     bool zombie;
+    /* Whether a write unpin must tell anyone: a request is parked here
+     * (set by the progress thread before it parks, then it looks again),
+     * or a thread of this rank waits for a version (counted around the
+     * wait).  Without either, a write unpin takes no lock. */
+    _Atomic bool has_parked;
+    _Atomic uint32_t local_waiters;
 } pp__home_t;
 
 /* ---- the remote side ------------------------------------------------- */

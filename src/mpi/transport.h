@@ -14,7 +14,8 @@
  * is copied too when done is NULL; otherwise it is sent from the caller's
  * memory (no copy: a remote pin's reply goes out of the pinned entry) and
  * the caller must leave it alone until done(arg, err) is called, which
- * happens from a later poll on the same transport, never from send.
+ * happens from a later poll on the same transport, never from send (done
+ * may send; it must not poll).
  * poll hands out one received message or nothing, never blocking, and
  * runs the done callbacks of sends that completed.  A received buffer
  * comes from aligned_alloc(PP__MSG_ALIGN, ...): the receiver frees it with
@@ -45,17 +46,24 @@ typedef void (*pp__sent_fn)(void *arg, int err);
 
 typedef struct pp__transport_ops pp__transport_ops_t;
 struct pp__transport_ops {
-    /* 0, PP_EINVAL (bad dst or tag), PP_ENOMEM, PP_EIO (the engine failed:
-     * the message is not sent, done is not called; t->err says why). */
+    /* 0, PP_EINVAL (bad dst or tag, a NULL buffer with a length, more than
+     * INT_MAX bytes for MPI, whose counts are ints), PP_ENOMEM, PP_EIO (the
+     * engine failed: the message is not sent, done is not called; t->err
+     * says why). */
     int (*send)(pp__transport_t *t, int dst, int tag, const void *hdr, size_t hlen,
                 const void *body, size_t blen, unsigned flags, pp__sent_fn done,
                 void *arg);
-    /* 1 and *out: a message; 0: none now; < 0: PP_EIO (t->err says why). */
+    /* 1 and *out: a message; 0: none now; < 0: PP_EIO (t->err says why),
+     * or PP_ENOMEM (MPI: a message has come whose buffer could not be
+     * allocated; the next poll tries again). */
     int (*poll)(pp__transport_t *t, pp__msg_t *out);
     void (*msg_free)(pp__transport_t *t, pp__msg_t *m);
-    /* Sends whose done callback has not run yet. */
+    /* Sends not finished: with a done callback, until it has run; without,
+     * until the engine is done with the transport's copy (MPI: until a
+     * poll sees the request complete; in-process: at once). */
     size_t (*sends_pending)(pp__transport_t *t);
-    /* Frees the transport (sends_pending must be 0). */
+    /* Frees the transport (sends_pending must be 0: poll until it is).
+     * MPI: collective, as create is. */
     void (*destroy)(pp__transport_t *t);
 };
 
@@ -67,8 +75,9 @@ struct pp__transport {
 
 /* The MPI transport (transport_mpi.c): MPI_Comm_dup of comm with
  * MPI_ERRORS_RETURN.  Collective; call from one thread, the same one as
- * destroy.  0, PP_EIO (an MPI call failed: err, if not NULL, says why),
- * PP_ENOMEM. */
+ * destroy.  0, PP_EINVAL (out NULL, comm MPI_COMM_NULL or an
+ * intercommunicator), PP_EIO (MPI not initialized, or an MPI call failed:
+ * err, if not NULL, says why), PP_ENOMEM. */
 #ifdef PP__WITH_MPI
 #include <mpi.h>
 int pp__mpi_transport_create(MPI_Comm comm, pp__transport_t **out, char *err, size_t errlen);
@@ -79,7 +88,12 @@ int pp__mpi_transport_create(MPI_Comm comm, pp__transport_t **out, char *err, si
  * thread).  Chaos, from the seed: each message is held back for a random
  * number of the receiver's polls (0..max_delay), handed out in random
  * order among those due, and, with PP__SEND_DUP_OK, delivered a second
- * time with probability dup_per_mille / 1000. */
+ * time with probability dup_per_mille / 1000.  A send with a done
+ * callback is zero-copy: its body is read when the message is handed out
+ * (its duplicate's at the same time), and done runs at the sender's first
+ * poll after that, so such a send completes only once it is received, as
+ * a large MPI send does.  destroy of a rank does nothing: the world owns
+ * its ranks. */
 typedef struct pp__inproc_world pp__inproc_world_t;
 typedef struct pp__inproc_chaos {
     uint64_t seed;

@@ -112,7 +112,7 @@ typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
 /* Collective.  pool: this rank's local pool (it must outlive m).  Errors:
  * PP_EINVAL, PP_ENOTSUP (MPI not initialized, or a thread level below
  * MPI_THREAD_SERIALIZED), PP_EIO (an MPI call failed), PP_ENOMEM. */
-int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out);
+PP_API int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out);
 /* Collective.  Drains what is in flight, returns the weight this rank
  * holds (reporting owners of other ranks' entries never released here),
  * and reports home entries whose weight never came back (owners other
@@ -120,13 +120,13 @@ int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out);
  * PP_EBUSY: a remote pin is still held here (nothing done; call it again
  * on every rank).  PP_EIO: an MPI call failed while the layer ran (the
  * layer is destroyed all the same). */
-int pp_mpi_destroy(pp_mpi_t *m);
+PP_API int pp_mpi_destroy(pp_mpi_t *m);
 
 /* pp_put on this rank; *out names it, version 1, with one owner (this
  * rank's, released with pp_mpi_release).  Errors: those of pp_put, and
  * PP_ENOMEM (no home record); on failure data is still the caller's. */
-int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type,
-               unsigned flags, pp_gref_t *out);
+PP_API int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type,
+                      unsigned flags, pp_gref_t *out);
 
 /* Owners.  export: a token of one owner of ref, taken from this rank's
  * (the caller keeps its own owner); import: the token's owner, here.
@@ -135,11 +135,11 @@ int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type,
  * Errors: PP_ESTALE (ref of a dead entry, or one this rank holds no owner
  * of: no message is sent), PP_EINVAL (garbage rank or ref; a token
  * already imported here and not yet returned), PP_ENOMEM. */
-int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out);
-int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out);
-int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token);
-int pp_mpi_retain(pp_mpi_t *m, pp_gref_t ref);
-int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
+PP_API int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out);
+PP_API int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out);
+PP_API int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token);
+PP_API int pp_mpi_retain(pp_mpi_t *m, pp_gref_t ref);
+PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
 
 /* Pins.  On the home, pp_pin (PP_PIN_WRITE allowed; its unpin publishes a
  * new version).  Elsewhere, a read-only cached copy of at least
@@ -153,24 +153,24 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a remote typed entry),
  * PP_ESTALE (the home's entry is dead or never was), PP_EIO (MPI failed).
  * A hit takes no lock and makes no MPI call. */
-int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
+PP_API int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
 /* Pins n refs, all or none (on failure the pins taken are dropped and the
  * first error returned); data: n pointers, got: n versions or NULL.  The
  * remote misses are all requested before the first wait. */
-int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags,
-                    void **data, uint32_t *got);
+PP_API int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags,
+                           void **data, uint32_t *got);
 /* Drops a pin taken by pp_mpi_pin or pp_mpi_pin_many.  flags: the pin's
  * flags (PP_PIN_WRITE matters: a home write pin's unpin publishes the next
  * version); data: the pointer the pin gave (a remote pin's copy is found
  * from it, with no lookup: several versions of one ref may be pinned here
  * at once).  Errors: PP_EINVAL (data is not a pin of ref), those of
  * pp_unpin.  No lock, no MPI call. */
-int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
+PP_API int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
 /* Starts fetching a remote ref's copy of at least ref.version, without
  * waiting (a home ref: pp_prefetch).  The copy is installed when it
  * arrives if there is room then (otherwise at the next pin).  Errors:
  * PP_EINVAL (garbage rank or ref), PP_ENOMEM. */
-int pp_mpi_prefetch(pp_mpi_t *m, pp_gref_t ref);
+PP_API int pp_mpi_prefetch(pp_mpi_t *m, pp_gref_t ref);
 
 typedef struct pp_mpi_stats {
     uint64_t misses, hits;               /* remote pins */
@@ -181,7 +181,7 @@ typedef struct pp_mpi_stats {
     uint64_t refused_returns;            /* duplicate or garbage weight, as a home */
     uint64_t refused_imports;            /* tokens refused here */
 } pp_mpi_stats_t;
-int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out);
+PP_API int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out);
 
 #ifdef __cplusplus
 }

@@ -53,7 +53,12 @@
  *  or pinned with PP_PIN_WRITE since its last write) is written to the swap
  *  store with an XXH3 checksum (and LZ4-compressed with PP_SWAP_COMPRESS);
  *  a clean entry whose swap copy is still valid is dropped without a write.
- *  Its memory is then freed with the type's free function.
+ *  Its memory is then freed with the type's free function.  An entry of a
+ *  PP_TYPE_DISCARD type (a cache of data held elsewhere) is never written:
+ *  the hand that chooses it drops it, and it dies (see PP_TYPE_DISCARD).
+ *  Without swap_dir, DISCARD entries are the only ones the pool evicts: a
+ *  put that does not fit under mem_limit has them dropped by the same
+ *  CLOCK hand, on the calling thread, instead of failing.
  *
  *  A pin always wins: a pin that races with an eviction succeeds at once
  *  and the eviction is abandoned (a PP_PIN_WRITE pin, or a pp_get, that
@@ -191,7 +196,9 @@
  *  (*) Only with swap: pp_pin/pp_pin_many/pp_get of an entry that is not
  *  resident load it (I/O, allocation) or wait for the load in progress, and
  *  pp_put/a load over the memory limit wait for the swap threads to make
- *  room.  With any pool, pp_put waits while its node's reclaim backlog is
+ *  room.  Without swap, a pp_put over the memory limit drops
+ *  PP_TYPE_DISCARD entries and waits for their reclaimer to free them.
+ *  With any pool, pp_put waits while its node's reclaim backlog is
  *  at its wait mark (see "Overload").  PP_PIN_NOWAIT and PP_PUT_NOWAIT
  *  never wait.
  *
@@ -338,7 +345,8 @@ typedef struct pp_type {
      * straight from memory, and read back into memory from malloc(),
      * freed with free() -- so such a type must have
      * free == NULL too; a type with its own free but no save/load is never
-     * evicted (the pool could not hand its free memory it understands).
+     * evicted (the pool could not hand its free memory it understands),
+     * unless it is PP_TYPE_DISCARD (below), which needs neither.
      * Otherwise both must be set (pp_put: PP_EINVAL if only one is): save
      * writes the entry with pp_write() (any number of calls, any total
      * length; the pool collects the copy in its own memory, then writes
@@ -350,7 +358,8 @@ typedef struct pp_type {
      * checksum.  Both run on pool threads (the node's swap thread, or a
      * thread that pins) while the entry holds no pin, or only read pins;
      * they must not call into the pool.  With swap, free is also called
-     * for the data of every entry evicted, on the node's swap thread. */
+     * for the data of every entry evicted, on the node's swap thread.
+     * Neither is ever called for a PP_TYPE_DISCARD type. */
     int (*save)(const void *data, size_t size, pp_writer_t *w, void *ctx);
     int (*load)(void **data, size_t size, pp_reader_t *r, void *ctx);
     void *ctx;                         /* passed to free, save and load */
@@ -358,13 +367,37 @@ typedef struct pp_type {
 } pp_type_t;
 
 #define PP_TYPE_NOSWAP 0x1u            /* never evict entries of this type */
+/* Entries of this type are caches of data held elsewhere (the MPI layer's
+ * copies of remote data): when the pool needs room, such an entry is
+ * dropped, never written to swap.  An entry is dropped only when the
+ * CLOCK hand (or, with swap, PP_ADVISE_WONTNEED) chooses it as it would
+ * choose an entry to evict: resident, alive, unpinned, not escaped, no
+ * I/O in flight, size > 0.  A dropped entry dies as if its last owner had
+ * been released: from then on pins, gets, retains, releases, prefetches
+ * and advice of its refs return PP_ESTALE (owners the caller still
+ * counted are gone with it), and the type's free is called exactly once,
+ * on the entry's home reclaimer after a grace period, as for any dead
+ * entry.  Its bytes count against mem_limit until that free, like any
+ * dead entry's; the hand does not evict other entries for bytes already
+ * on their way out.  A pin always wins: a pin that races with a drop either
+ * succeeds, and the entry stays alive and owned (the drop is abandoned),
+ * or fails with PP_ESTALE; a pinned entry is never dropped.  Works with
+ * swap (the swap threads drop) and without: in a pool with mem_limit but
+ * no swap_dir, DISCARD entries are all the pool can evict, and a put that
+ * does not fit drops them on the calling thread and waits for their
+ * reclaimer (see pp_put).  save and load are never called (they may be
+ * NULL with free set).  Ignored in a pool without mem_limit (nothing ever
+ * needs room); PP_TYPE_NOSWAP wins over it (never dropped).  Drops are
+ * counted in pp_node_stats_t.drops, their frees in frees. */
+#define PP_TYPE_DISCARD 0x2u
 
 /* Pool options.  Always start from PP_OPTIONS_INIT: fields may be added at
  * the end in later versions, and the macro gives them their defaults. */
 typedef struct pp_options {
     /* Resident bytes the pool may hold; 0: no limit.  Without swap_dir it
-     * is a hard cap: pp_put returns PP_ENOMEM rather than pass it.  With
-     * swap_dir, entries are evicted to stay under it (see "Swap"). */
+     * is a hard cap: pp_put returns PP_ENOMEM rather than pass it (after
+     * dropping PP_TYPE_DISCARD entries, if any can go).  With swap_dir,
+     * entries are evicted to stay under it (see "Swap"). */
     size_t mem_limit;
     /* Directory under which the private swap directory is made; NULL: no
      * swap.  Needs mem_limit != 0 (else PP_EINVAL).  Must exist and be
@@ -465,8 +498,12 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * type may be NULL (flat buffer released with free()).  size may be 0.
  * Errors: PP_EINVAL (NULL pool, data or out; unknown flags; node out of
  * range; size > PTRDIFF_MAX), PP_ENOMEM (table full, no memory for a new
- * table segment, or the memory limit: without swap when the entry does not
- * fit; with swap when it does not fit and nothing can be evicted).
+ * table segment, or the memory limit: when the entry does not fit and
+ * nothing can be evicted -- without swap, nothing but PP_TYPE_DISCARD
+ * entries ever is: a put that does not fit drops them on the calling
+ * thread, CLOCK as the swap threads do, and waits for their reclaimer to
+ * free them; PP_ENOMEM at once if none can go, and for a QSBR caller
+ * inside its section, which would hold that free back).
  * PP_EAGAIN (PP_PUT_NOWAIT, and the call would have waited: for the
  * backlog, or with swap for room -- the swap threads are then asked to
  * make room, so a retry may fit), PP_EDEADLK (the backlog is at its wait
@@ -477,7 +514,8 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * Lock-free when the entry fits under the limit and the node's reclaim
  * backlog is below its wait mark.  Otherwise it waits (see "Overload"):
  * for the reclaimer to bring the backlog under the mark, then, with swap,
- * for the swap threads to evict.  Once per 64 puts on a node it
+ * for the swap threads to evict (without swap, for the DISCARD entries it
+ * dropped to be freed).  Once per 64 puts on a node it
  * may take slots from a fresh table segment, and once per 32768 slots it
  * maps that segment (mmap, bound to the node; see "What a pin touches"). */
 PP_API int pp_put(pp_pool_t *pool, void *data, size_t size,
@@ -489,7 +527,8 @@ PP_API int pp_retain(pp_pool_t *pool, pp_ref_t ref);
 
 /* Drops an owner.  The last release makes the entry dead, and queues it for
  * its reclaimer if it holds no pins (otherwise the last unpin does).
- * Errors: PP_ESTALE (dead or invalid ref: a release past zero).
+ * Errors: PP_ESTALE (dead or invalid ref: a release past zero, or of a
+ * PP_TYPE_DISCARD entry the pool dropped).
  * Lock-free, never blocks. */
 PP_API int pp_release(pp_pool_t *pool, pp_ref_t ref);
 
@@ -798,9 +837,13 @@ typedef struct pp_node_stats {
     uint64_t pins, unpins;       /* counted on the entry's home node */
     uint64_t evictions_written;  /* evicted after writing a new copy */
     uint64_t evictions_clean;    /* evicted without a write (valid copy) */
-    uint64_t evictions_advised;  /* of those two, entries advised
-                                    PP_ADVISE_WONTNEED */
-    uint64_t evictions_abandoned;/* a pin (or get, or death) won the race */
+    uint64_t evictions_advised;  /* of those two and of drops, entries
+                                    advised PP_ADVISE_WONTNEED */
+    uint64_t evictions_abandoned;/* a pin (or get, or death) won the race
+                                    (drops abandoned included) */
+    uint64_t drops;              /* PP_TYPE_DISCARD entries dropped to make
+                                    room: killed, not written (their frees
+                                    are counted in frees, not above) */
     uint64_t loads;              /* successful loads from swap */
     uint64_t load_waits;         /* pins that waited for another's load */
     uint64_t swap_bytes_written; /* bytes written to the device */
@@ -859,7 +902,8 @@ typedef struct pp_stats {
                                     limit) */
     uint64_t resident_peak;      /* the highest resident_reserved so far */
     uint64_t room_waits;         /* puts and loads that waited for the swap
-                                    threads to make room */
+                                    threads to make room (without swap:
+                                    puts that dropped DISCARD entries) */
     uint64_t room_enomem;        /* of those, the ones that got PP_ENOMEM */
     uint64_t reclaim_backlog;    /* the backlog bound per node (UINT64_MAX:
                                     none) */

@@ -52,6 +52,9 @@
 #define pp__atomic_cas_strong_relaxed(p, expected, desired)                   \
     atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
         memory_order_relaxed, memory_order_relaxed)
+#define pp__atomic_cas_strong_acquire(p, expected, desired)                   \
+    atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
+        memory_order_acquire, memory_order_relaxed)
 #define pp__atomic_cas_strong_release(p, expected, desired)                   \
     atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
         memory_order_release, memory_order_relaxed)

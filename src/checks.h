@@ -113,6 +113,10 @@ void pp__yield_maybe(void);
 enum pp__test_point {
     PP__TP_HOT_INSTALL,   /* hot.c, demote: the counters are closed and summed,
                              just before the CAS that installs the sum (arg: entry) */
+    PP__TP_DROP_CLAIMED,  /* evict.c, drop of a PP_TYPE_DISCARD entry: claimed,
+                             just before the CAS that kills it (arg: entry) */
+    PP__TP_DROP_DEAD,     /* evict.c, drop: dead, just before its owners are
+                             taken (arg: entry) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
 void pp__test_point_run(enum pp__test_point where, void *arg);

@@ -3,8 +3,8 @@
  * transitions and the word-level helpers every part uses for them.  The
  * files that change an entry's state: owner.c (put, last release), pin.c
  * (pins, unpins, escape), load.c (load claim and commit), evict.c (claim,
- * second chance, commit, abandon), hot.c (promote, demote) and reclaim.c
- * (reclaim, slot recycling).
+ * second chance, commit, abandon, drop), hot.c (promote, demote) and
+ * reclaim.c (reclaim, slot recycling).
  */
 #ifndef PP_ENTRY_H
 #define PP_ENTRY_H
@@ -56,6 +56,9 @@
  *   the claimed word, unchanged  | evict: commit  | -EVICTING -RESIDENT, |SWAPPED      | swap thread, CAS-release
  *   EVICTING, anything changed   | evict: abandon | -EVICTING (|SWAPPED if written),  | swap thread, CAS-acq_rel
  *                                |                |   |QUEUED if DEAD and p = 0       |
+ *   the claimed word, unchanged, | drop: death    | |DEAD (EVICTING kept)             | the hand (swap thread, or
+ *     of a DISCARD type          |                |                                   |   a putter), CAS-acquire
+ *   DEAD|EVICTING of a drop      | drop: end      | -EVICTING |QUEUED -> push         | the dropper, CAS-acq_rel
  *   LIVE|SWAPPED, !RESIDENT,     | load: claim    | |LOADING                          | pinner or swap thread,
  *     !DEAD, !LOADING            |                |                                   |   CAS-acquire
  *   LOADING                      | load: commit   | -LOADING |RESIDENT |REF (p+1 and  | the loader, CAS-acq_rel
@@ -68,15 +71,18 @@
  *   HOT                          | demote         | -HOT, p = sum of the hot counters | anyone, CAS-acq_rel
  *
  * Transitions of `ow`: put stores (g+1, 1); retain (g, o >= 1) -> o + 1;
- * release (g, o >= 1) -> o - 1.  An entry whose owners reached 0 is dead
- * and `ow` never changes again until the slot is reused.
+ * release (g, o >= 1) -> o - 1; a drop, after its death, (g, o) -> (g, 0)
+ * (retains and releases check `pw` too, so they fail from the death on).
+ * An entry whose owners reached 0 is dead and `ow` never changes again
+ * until the slot is reused.
  *
  * While HOT, pins and unpins change the entry's hot counters, not the word
  * (hot.c); HOT implies LIVE, RESIDENT, !DEAD and !BUSY: the last release,
  * the eviction hand and a write pin demote the entry before their CAS.
  *
  * Invariants (checked by pp__pool_is_valid):
- *  - QUEUED implies DEAD, LIVE, p = 0 and !BUSY; DEAD implies owners = 0.
+ *  - QUEUED implies DEAD, LIVE, p = 0 and !BUSY; DEAD implies owners = 0,
+ *    except while a drop holds the entry (DEAD|EVICTING) and takes them.
  *  - A pinned entry (p > 0) is LIVE and RESIDENT; it is never freed, never
  *    evicted (an eviction's commit needs the word it claimed, with p = 0),
  *    and its data pointer never changes.

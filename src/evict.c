@@ -1,8 +1,8 @@
 /*
- * evict.c -- each node's swap thread: CLOCK eviction, the loads queued for
- * it, and the ends of I/O.  The transitions are drawn in entry.h; the bytes
- * are moved by swap.c; memory is reserved by mem.c, and loads run by
- * load.c.
+ * evict.c -- each node's swap thread: CLOCK eviction, drops of
+ * PP_TYPE_DISCARD entries, the loads queued for it, and the ends of I/O.
+ * The transitions are drawn in entry.h; the bytes are moved by swap.c;
+ * memory is reserved by mem.c, and loads run by load.c.
  *
  * Eviction.  Each swap thread sweeps its node's slots with a CLOCK hand
  * until the pool is under the low watermark (7/8, minus the bytes waited
@@ -14,6 +14,20 @@
  * in between changed the word, so the commit fails and the eviction is
  * abandoned -- a pin always wins.  Only after the commit is the memory
  * freed; a pinned entry is never written out, freed or moved.
+ *
+ * Drops.  A claimed entry of a PP_TYPE_DISCARD type (pp__droppable) is not
+ * written: one CAS that expects exactly the claimed word makes it DEAD,
+ * with EVICTING kept (pp__evict_drop) -- as the commit, a pin in between
+ * makes it fail, and the drop is abandoned.  From that CAS on, pins, gets
+ * and advice fail (dead), and retains and releases too (they check the
+ * word, owner.c); the drop then takes the owners that are left and ends
+ * its claim, which queues the entry for its reclaimer like a last
+ * release.  Its bytes are freed there, after a grace period, and until
+ * then count in pool->discard_dying: the hand does not evict for bytes on
+ * their way out (pp__above), or it would drop every cache entry before
+ * the first is freed.  Without swap the same hand runs on a putter that
+ * needs room (mem.c), where only DISCARD entries are candidates (every
+ * other entry is NOSWAP there).
  *
  * Advice (advise.c).  Before the hand turns, a pass evicts the entries
  * advised PP_ADVISE_WONTNEED, clean ones first, through the same claim and
@@ -52,8 +66,9 @@ void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next, pp__
     PP__ASSERT(!(next & PP__F_BUSY));
     PP__ASSERT(!(next & PP__F_QUEUED) || ((next & PP__F_DEAD) && pp__pw_pins(next) == 0));
     if (next & PP__F_QUEUED) {
-        /* Only an entry that died during the I/O is queued here, and its
-         * final release or unpin counted it in dead_in_io. */
+        /* Only an entry that died during the I/O, or was dropped, is
+         * queued here, and its final release or unpin, or its drop,
+         * counted it in dead_in_io. */
         pp__reclaim_push(pool, n, e, t);
         /* release: orders the push (and its queued count) before the
          * decrement, for pp_pool_drain, which reads this count first. */
@@ -93,10 +108,10 @@ static void pp__data_free(const pp_type_t *type, void *data, size_t size)
 }
 
 /* Ends an I/O on e without making it resident: clears its BUSY bit
- * (clear), adds set, and queues the entry if it died meanwhile and holds
- * no pin. */
+ * (clear), adds set, and queues the entry on t's queue if it died
+ * meanwhile and holds no pin. */
 static void pp__io_clear(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                         uint64_t clear, uint64_t set)
+                         uint64_t clear, uint64_t set, pp__thread_t *t)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
     do {
@@ -110,25 +125,78 @@ static void pp__io_clear(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
          * the entry, the push carries them on to the reclaimer's free (as
          * a final unpin's acq_rel does). */
     } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
-    pp__io_end(pool, node->index, e, next, node->sw.st);
+    pp__io_end(pool, node->index, e, next, t);
 }
 
 /* Gives up a claim; kept: the record now holds a written copy (valid
  * unless a write pin set DIRTY); lost: a pin, get or release won the race
  * (else the write failed). */
 static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
-                              bool lost)
+                              bool lost, pp__thread_t *t)
 {
     if (lost)
         pp__counter_add(&node->sw.ev_abandoned, 1);
-    pp__io_clear(pool, node, e, PP__F_EVICTING, kept ? PP__F_SWAPPED : 0);
+    pp__io_clear(pool, node, e, PP__F_EVICTING, kept ? PP__F_SWAPPED : 0, t);
 }
 
-/* Tries to evict e; returns the bytes freed.  *spared counts a candidate
- * passed over for its recency bit or its WILLNEED advice; with ignore_ref
- * it is taken anyway, and so is one advised WONTNEED. */
+/* Drops e, a PP_TYPE_DISCARD entry claimed by the hand (claimed: the word
+ * the claim set; slot: the hand's): it dies as if its last owner had been
+ * released, and t queues it for its reclaimer.  Returns its bytes, now on
+ * their way out (the push counted them in discard_dying), or 0 if a pin,
+ * get or release changed the word since the claim (abandoned). */
+static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
+                               uint32_t slot, uint64_t claimed, pp__thread_t *t)
+{
+    pp__cold_t *c = pp__cold(e);
+    size_t size = c->size;               /* ours to read: the claim keeps the slot */
+    bool held = false;
+    /* Counted before the death, as a release that finds an I/O in flight
+     * counts itself: a drain that starts once the entry reads dead waits
+     * for its push (pp__io_end gives the count back). */
+    pp__dead_in_io_note(pool, node->index, true, &held);
+    PP__TEST_POINT(DROP_CLAIMED, e);
+    PP__YIELD(EVICT);
+    uint64_t expect = claimed;
+    /* The death, EVICTING kept (the slot stays ours until the end below).
+     * acquire: as the eviction's commit, it takes the release of every
+     * unpin since the claim read the word (a pin and its unpin leave REF
+     * set, which fails this CAS), so the push below carries them on to
+     * the reclaimer's free. */
+    if (!pp__atomic_cas_strong_acquire(&e->pw, &expect, claimed | PP__F_DEAD)) {
+        pp__dead_in_io_note(pool, node->index, false, &held);
+        pp__evict_abandon(pool, node, e, false, true, t);   /* a pin won */
+        return 0;
+    }
+    PP__TEST_POINT(DROP_DEAD, e);
+    PP__YIELD(EVICT);
+    /* Its owners go with it.  A release that read the word alive before
+     * the death may still take the last one: it then finds the entry dead
+     * and leaves it to us (pp__entry_kill).  acquire (the load, and the
+     * CAS that takes the rest): pairs with the releases' acq_rel, so what
+     * the owners wrote before their releases reaches the free through the
+     * push, as a last release's kill carries it. */
+    uint64_t ow = pp__atomic_load_acquire(&c->ow);
+    while (pp__ow_owners(ow) != 0 &&
+           !pp__atomic_cas_weak_acquire(&c->ow, &ow, ow & ~PP__OWNERS_MASK))
+        ;
+    pp__counter_add(&node->sw.drops, 1);
+    if (pp__advice_of(node, slot, claimed) == PP_ADVISE_WONTNEED) {
+        pp__advice_consume(node, slot, claimed, PP_ADVISE_WONTNEED);
+        pp__counter_add(&node->sw.ev_advised, 1);   /* advice in use (pp__evict_pass) */
+    }
+    /* The end of the claim: dead, no pin (none can come), so QUEUED and
+     * the push, on t's queue. */
+    pp__io_clear(pool, node, e, PP__F_EVICTING, 0, t);
+    return size;
+}
+
+/* Tries to evict e; returns the bytes freed (or dropped: on their way
+ * out).  *spared counts a candidate passed over for its recency bit or its
+ * WILLNEED advice; with ignore_ref it is taken anyway, and so is one
+ * advised WONTNEED.  t queues what dies here (pp__evict_pass). */
 static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                              uint32_t slot, bool ignore_ref, uint64_t *spared)
+                              uint32_t slot, bool ignore_ref, uint64_t *spared,
+                              pp__thread_t *t)
 {
     const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
@@ -180,6 +248,9 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, claimed))
         return 0;                        /* it changed: next time round */
     PP__YIELD(EVICT);
+    /* The type is ours to read now (the claim's acquire, the slot kept). */
+    if (pp__droppable(pool, pp__cold(e)->type, pp__cold(e)->size))
+        return pp__evict_drop(pool, node, e, slot, claimed, t);
     if (write && (pw & PP__F_SWAPPED))
         pp__swap_drop(pool, node, e);    /* the stale copy */
     int rc = write ? pp__swap_save(pool, node, e, claimed) : 0;
@@ -225,15 +296,19 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     /* rc != 0 and not PP_EAGAIN: the write failed (counted by the store)
      * or swap space ran out; the entry stays resident with no copy and is
      * tried again on a later pass. */
-    pp__evict_abandon(pool, node, e, write && rc == 0, rc == 0 || rc == PP_EAGAIN);
+    pp__evict_abandon(pool, node, e, write && rc == 0, rc == 0 || rc == PP_EAGAIN, t);
     return 0;
 }
 
-/* Whether the pool is above mark, counting the room loaders wait for. */
+/* Whether the pool is above mark, counting the room loaders wait for and
+ * not the bytes of DISCARD entries already dropped (or dead) and waiting
+ * for their reclaimer: evicting for those would drop every cache entry
+ * before the first one is freed. */
 static bool pp__above(pp_pool_t *pool, uint64_t mark)
 {
     uint64_t want = pp__atomic_load_relaxed(&pool->room_want);
-    return pp__atomic_load_relaxed(&pool->resident) + want > mark;
+    uint64_t dying = pp__atomic_load_relaxed(&pool->discard_dying);
+    return pp__atomic_load_relaxed(&pool->resident) + want > mark + dying;
 }
 
 static bool pp__evict_needed(pp_pool_t *pool) { return pp__above(pool, pool->low_wm); }
@@ -243,7 +318,8 @@ static bool pp__evict_needed(pp_pool_t *pool) { return pp__above(pool, pool->low
  * until eviction is no longer needed (or, with *force, one was freed).
  * An advised entry that has nothing to evict (swapped, dead) loses its bit;
  * a pinned or busy one keeps it and is tried again next pass. */
-static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force)
+static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force,
+                                  pp__thread_t *t)
 {
     uint64_t freed = 0, spared = 0;
     for (int clean_only = 1; clean_only >= 0; clean_only--) {
@@ -270,7 +346,7 @@ static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force
             bool clean = (pw & PP__F_SWAPPED) && !(pw & PP__F_DIRTY);
             if (clean_only && !clean)
                 continue;
-            uint64_t got = pp__evict_one(pool, node, e, slot, true, &spared);
+            uint64_t got = pp__evict_one(pool, node, e, slot, true, &spared, t);
             if (got > 0) {
                 freed += got;
                 *force = false;
@@ -286,7 +362,8 @@ static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force
  * sweep takes them anyway: second chance is a preference, never a reason
  * to fail for lack of room.  *stuck: all sweeps ran, eviction was still
  * needed, and nothing was freed -- nothing on this node can go now. */
-uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck)
+uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck,
+                        pp__thread_t *t)
 {
     uint32_t slots = pp__atomic_load_relaxed(&node->put.next_slot);
     if (slots > PP__MAX_SLOTS)
@@ -302,7 +379,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
     uint64_t hand_mark = pool->low_wm;
     if (pp__atomic_load_relaxed(&node->sw.advised) != 0 ||
         pp__atomic_load_relaxed(&node->sw.ev_advised) != 0) {
-        freed = pp__evict_advised(pool, node, &force);
+        freed = pp__evict_advised(pool, node, &force, t);
         hand_mark = pool->high_wm;
     }
     for (;;) {
@@ -329,7 +406,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         if (seg == NULL)
             continue;
         uint64_t got = pp__evict_one(pool, node, &seg[slot & (PP__SEG_SLOTS - 1)], slot,
-                                     ignore_ref, &spared);
+                                     ignore_ref, &spared, t);
         if (got > 0) {
             freed += got;
             force = false;
@@ -346,7 +423,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
 
 static void pp__load_cancel(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
-    pp__io_clear(pool, node, e, PP__F_LOADING, 0);
+    pp__io_clear(pool, node, e, PP__F_LOADING, 0, node->sw.st);
 }
 
 static void *pp__swap_main(void *arg)
@@ -374,7 +451,7 @@ static void *pp__swap_main(void *arg)
         uint64_t req = pp__atomic_load_relaxed(&pool->room_req);
         if (req != served || pp__atomic_load_relaxed(&pool->resident) > pool->high_wm) {
             bool stuck;
-            uint64_t freed = pp__evict_pass(pool, node, false, &stuck);
+            uint64_t freed = pp__evict_pass(pool, node, false, &stuck, node->sw.st);
             served = req;
             pp__atomic_store_relaxed(&node->sw.pass_stuck, stuck);
             /* release: pass_stuck is read after an acquire of pass_seq. */

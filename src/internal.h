@@ -215,15 +215,22 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags,
                  bool pin, void **data);
 
 /* mem.c -- memory reservations.  Reserves size bytes against mem_limit.
- * Without swap (or wait false) a hard cap: PP_ENOMEM if it does not fit.
- * With swap and wait, has the swap threads evict and waits for room;
- * PP_ENOMEM once nothing evictable is left.  0 on success (always without
- * a limit). */
+ * With wait false a hard cap: PP_ENOMEM if it does not fit.  With swap
+ * and wait, has the swap threads evict and waits for room; without swap,
+ * drops PP_TYPE_DISCARD entries on the calling thread (the nodes' hands,
+ * one putter at a time) and waits for their reclaimer to free them; either
+ * way PP_ENOMEM once nothing evictable is left.  0 on success (always
+ * without a limit). */
 int pp__mem_reserve(pp_pool_t *pool, size_t size, bool wait);
 /* The same for PP_PUT_NOWAIT: where it would wait, PP_EAGAIN at once (the
- * swap threads are asked for a pass). */
+ * swap threads are asked for a pass; without swap, the calling thread
+ * drops DISCARD entries first, unless another putter is at it). */
 int pp__mem_reserve_nowait(pp_pool_t *pool, size_t size);
 void pp__mem_unreserve(pp_pool_t *pool, size_t size);
+/* After the reclaimer freed a DISCARD entry (unreserved, then no longer
+ * counted dying): wakes the swap threads if the pool is past its high
+ * watermark still. */
+void pp__mem_discard_freed(pp_pool_t *pool);
 
 /* load.c -- loads from swap.  Pre for both: the caller claimed LOADING on
  * e (n is its home node).  pp__load_pin loads and commits with a pin (and
@@ -254,11 +261,25 @@ void pp__advice_forget(pp__node_t *node, uint32_t slot);
  * set, into *slot; false when there is none. */
 bool pp__advised_next(pp__node_t *node, uint32_t *slot);
 
-/* evict.c -- each node's swap thread: CLOCK eviction, queued loads. */
+/* evict.c -- each node's swap thread: CLOCK eviction, drops of
+ * PP_TYPE_DISCARD entries, queued loads. */
 int pp__evict_start(pp_pool_t *pool);
 void pp__evict_stop(pp_pool_t *pool);
-/* One pass of node's hand; returns the bytes freed (see evict.c). */
-uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck);
+/* One pass of node's hand; returns the bytes freed, or dropped (on their
+ * way out, see evict.c).  t is the record whose reclaim queues get the
+ * entries the pass kills or ends the I/O of: the node's swap thread's, or
+ * without swap the putter's that runs the hand (mem.c). */
+uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck,
+                        pp__thread_t *t);
+/* Whether the pool drops entries of this type and size when it needs room
+ * (pinpool.h, PP_TYPE_DISCARD): a DISCARD type without PP_TYPE_NOSWAP, in a
+ * pool with a limit, and bytes to free.  The same for an entry's whole
+ * life (size and type do not change): put, push and reclaimer agree. */
+static inline bool pp__droppable(const pp_pool_t *pool, const pp_type_t *type, size_t size)
+{
+    return pool->mem_limit != 0 && size != 0 && type != NULL &&
+           (type->flags & (PP_TYPE_DISCARD | PP_TYPE_NOSWAP)) == PP_TYPE_DISCARD;
+}
 /* Waits until no eviction holds e (a write pin's data must not be read by
  * the swap thread while the caller writes).  Pre: the caller holds a pin,
  * or escaped the entry (pp_get). */
@@ -279,8 +300,8 @@ static inline void pp__dead_in_io_note(pp_pool_t *pool, unsigned n, bool defer, 
     }
 }
 /* After an I/O's CAS cleared BUSY (next is the word it installed): queues
- * a dead, unpinned entry (next has QUEUED set) and wakes whoever waits for
- * the node's I/O. */
+ * a dead, unpinned entry (next has QUEUED set; its death, or its drop,
+ * counted it in dead_in_io) and wakes whoever waits for the node's I/O. */
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
                 pp__thread_t *t);
 

@@ -30,7 +30,7 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
     if (rc != 0 && evictor != NULL && size <= pool->mem_limit) {
         pp__atomic_add_relaxed(&pool->room_want, size);
         bool stuck;
-        (void)pp__evict_pass(pool, evictor, true, &stuck);
+        (void)pp__evict_pass(pool, evictor, true, &stuck, evictor->sw.st);
         pp__atomic_sub_relaxed(&pool->room_want, size);
         rc = pp__mem_reserve(pool, size, false);
     }

@@ -1,6 +1,12 @@
 /*
  * owner.c -- put, retain, release: the owner side of an entry's lifetime.
  * The transitions are drawn in entry.h.
+ *
+ * A PP_TYPE_DISCARD entry may also die without a release: the hand that
+ * drops it (evict.c, pp__evict_drop) makes its pins word DEAD first and
+ * takes its owners after.  So retains and releases check the pins word
+ * too, and refuse a dead entry whatever its owners word still says: from
+ * the drop's CAS on they fail as for any dead entry.
  */
 #include <stdint.h>
 
@@ -44,7 +50,13 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
         pp__mem_unreserve(pool, size);
         return PP_ENOMEM;
     }
-    uint64_t noswap = !pool->swap || size == 0 || !pp__type_swappable(type) ? PP__F_NOSWAP : 0;
+    /* Evictable: written out (a swappable type, with swap) or dropped (a
+     * DISCARD type, with a limit, swap or not). */
+    bool drop = pp__droppable(pool, type, size);
+    uint64_t noswap = !drop && (!pool->swap || size == 0 || !pp__type_swappable(type))
+                          ? PP__F_NOSWAP : 0;
+    if (drop)
+        pp__atomic_add_relaxed(&pool->discard_entries, 1);   /* the reclaimer takes it off */
 
     /* The slot is ours alone: it came from a magazine. */
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
@@ -78,6 +90,9 @@ int pp_retain(pp_pool_t *pool, pp_ref_t ref)
     do {
         if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
             return PP_ESTALE;
+        /* Dropped (or recycled) since: see the top of this file. */
+        if (PP__UNLIKELY(!pp__pw_alive(pp__atomic_load_relaxed(&e->pw), gen)))
+            return PP_ESTALE;
         if (pp__ow_owners(ow) == PP_MAX_OWNERS)
             return PP_EOVERFLOW;
         /* relaxed: a new owner publishes nothing; the caller already holds
@@ -94,9 +109,18 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
     uint64_t next;
     bool held = false;
     for (;;) {
-        /* Owners just reached 0 by our CAS: nobody else can kill or
-         * recycle this entry, so the generation must still match. */
-        PP__CHECK(pp__word_gen(pw) == gen && (pw & PP__F_LIVE) && !(pw & PP__F_DEAD));
+        if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
+                         (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)) {
+            /* Owners just reached 0 by our CAS, so only a drop (evict.c,
+             * pp__evict_drop) can have killed the entry: it made the word
+             * DEAD after our release read it alive, and queues the entry
+             * itself -- which may be reclaimed, its slot even reused, by
+             * now.  Nothing is ours to do.  Only a pool with a limit
+             * drops. */
+            PP__CHECK(pool->mem_limit != 0);
+            pp__dead_in_io_note(pool, n, false, &held);
+            return;
+        }
         if (pw & PP__F_HOT) {
             /* The final unpin is found on the word only; a promotion needs
              * !DEAD, so none comes after our CAS. */
@@ -134,6 +158,9 @@ int pp_release(pp_pool_t *pool, pp_ref_t ref)
     uint64_t ow = pp__atomic_load_relaxed(&c->ow);
     do {
         if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
+            return PP_ESTALE;
+        /* Dropped (or recycled) since: see the top of this file. */
+        if (PP__UNLIKELY(!pp__pw_alive(pp__atomic_load_relaxed(&e->pw), gen)))
             return PP_ESTALE;
         PP__YIELD(OWNER);
         /* acq_rel: release orders this owner's writes before the death of

@@ -215,6 +215,9 @@ int pp_pool_destroy(pp_pool_t *pool)
     /* No call runs and no swap thread: everything must hold. */
     PP__EXPENSIVE(pp__pool_is_valid(pool));
     pp__reclaim_stop(pool);
+    /* Every DISCARD entry was freed, by its reclaimer or the sweep. */
+    PP__CHECK(pp__atomic_load_relaxed(&pool->discard_entries) == 0 &&
+              pp__atomic_load_relaxed(&pool->discard_dying) == 0);
     uint64_t leaked = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
@@ -312,9 +315,11 @@ static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *a
     if ((pw & PP__F_WPIN) && pp__pw_pins(pw) == 0)
         v->ok = false;                      /* WPIN goes with the last pin */
     if (v->quiescent && live && pp__word_gen(pw) == pp__word_gen(ow) &&
-        dead != (pp__ow_owners(ow) == 0))
+        dead != (pp__ow_owners(ow) == 0) && !(dead && (pw & PP__F_EVICTING)))
         v->ok = false;                      /* dead exactly when owners reached 0 (a
-                                               release drops the owner, then kills) */
+                                               release drops the owner, then kills;
+                                               a drop in progress, which holds
+                                               EVICTING, kills, then takes them) */
     if (live && pp__word_gen(pw) == 0)
         v->ok = false;
     bool resident = pw & PP__F_RESIDENT;

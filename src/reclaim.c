@@ -127,6 +127,10 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
      * of failing.  QUEUED is ours: RESIDENT cannot change any more. */
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
         pp__atomic_add_relaxed(&node->prod.dying_bytes, c->size);
+    /* A DISCARD entry (dropped or released; always resident) is room on
+     * its way: the hands do not evict for it (evict.c, pp__above). */
+    if (pp__droppable(pool, c->type, c->size))
+        pp__atomic_add_relaxed(&pool->discard_dying, c->size);
     /* The push's CAS publishes queued_us and everything this thread (and,
      * through its acq_rel CAS on pw, every earlier unpinner) did to the
      * entry to the reclaimer's batch pop.  After it, this thread must not
@@ -382,15 +386,23 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     uint32_t now_us = c->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
     size_t size = c->size;
     uint64_t charge = pp__backlog_charge(e, pw);
+    bool discard = pp__droppable(pool, c->type, size);
     PP__YIELD(RECLAIM);
     uint64_t resident = pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
-    if (pool->swap && (pw & PP__F_RESIDENT)) {
-        /* After the unreserve, then a wake: a waiter that still sees these
-         * bytes dying is woken after they are free (mem.c). */
-        pp__atomic_sub_relaxed(&node->prod.dying_bytes, size);
-        if (pp__atomic_load_relaxed(&pool->room_want) != 0)
-            ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
+    /* After the unreserve, then a wake: a waiter that still sees these
+     * bytes dying is woken after they are free (mem.c).  release: the
+     * unreserve happens before a waiter's acquire that no longer counts
+     * them (pp__dying_wait). */
+    if (discard) {
+        pp__atomic_sub_release(&pool->discard_dying, size);
+        pp__atomic_sub_relaxed(&pool->discard_entries, 1);
+        pp__mem_discard_freed(pool);
     }
+    if (pool->swap && (pw & PP__F_RESIDENT))
+        pp__atomic_sub_release(&node->prod.dying_bytes, size);
+    if ((discard || (pool->swap && (pw & PP__F_RESIDENT))) &&
+        pp__atomic_load_relaxed(&pool->room_want) != 0)
+        ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
     if (c->queued_us != PP__LAG_NONE)
         pp__lag_record(node, (uint64_t)(uint32_t)(now_us - c->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
@@ -458,6 +470,8 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     if (k < 4)
         node->rc.leaked_first[k] = pp__ref_make(n, pp__cold(e)->slot, pp__word_gen(pw));
     pp__counter_add(&node->rc.leaked_owned, 1);
+    if (pp__droppable(pool, pp__cold(e)->type, pp__cold(e)->size))
+        pp__atomic_sub_relaxed(&pool->discard_entries, 1);   /* never queued: not dying */
     uint64_t resident = pp__entry_free_data(pool, node, e, pw);
     pp__atomic_sub_relaxed(&node->put.resident_bytes, resident);
     pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);

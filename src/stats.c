@@ -78,7 +78,9 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
         out->type = c->type;
         out->node = pp_ref_node(ref);
         out->pins = pp__hot_pins(pool, pp_ref_node(ref), e, pw);
-        out->owners = pp__word_gen(ow) == pp_ref_gen(ref) ? pp__ow_owners(ow) : 0;
+        /* A dropped entry is dead before its owners are taken (evict.c). */
+        out->owners = pp__word_gen(ow) == pp_ref_gen(ref) && !(pw & PP__F_DEAD)
+                          ? pp__ow_owners(ow) : 0;
         out->state = ((pw & PP__F_RESIDENT) ? PP_STATE_RESIDENT : 0) |
                      ((pw & PP__F_ESCAPED) ? PP_STATE_ESCAPED : 0) |
                      ((pw & PP__F_DIRTY) ? PP_STATE_DIRTY : 0) |
@@ -106,6 +108,7 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     to->evictions_clean += from->evictions_clean;
     to->evictions_advised += from->evictions_advised;
     to->evictions_abandoned += from->evictions_abandoned;
+    to->drops += from->drops;
     to->loads += from->loads;
     to->load_waits += from->load_waits;
     to->swap_bytes_written += from->swap_bytes_written;
@@ -196,6 +199,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->evictions_clean = pp__atomic_load_relaxed(&node->sw.ev_clean);
         s->evictions_advised = pp__atomic_load_relaxed(&node->sw.ev_advised);
         s->evictions_abandoned = pp__atomic_load_relaxed(&node->sw.ev_abandoned);
+        s->drops = pp__atomic_load_relaxed(&node->sw.drops);
         s->loads = pp__atomic_load_relaxed(&node->sw.loads);
         s->load_waits = pp__atomic_load_relaxed(&node->sw.load_waits);
         s->swap_bytes_written = pp__atomic_load_relaxed(&node->sw.sw_written);

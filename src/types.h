@@ -221,9 +221,11 @@ typedef struct pp__node {
         _Atomic uint64_t promotions, demotions, full;
     } __attribute__((aligned(PP__PAD))) hot;
 
-    /* Swap (evict.c, load.c, swap.c); untouched without swap.  The load
-     * queue and io_done are written by pinning threads, the rest mostly by
-     * the node's swap thread. */
+    /* Swap (evict.c, load.c, swap.c); untouched without swap, but for the
+     * CLOCK hand (hand, hand_end), the drop and abandon counts and io_done,
+     * which putters that drop PP_TYPE_DISCARD entries use one at a time
+     * (mem.c, pool->drop_busy).  The load queue and io_done are written by
+     * pinning threads, the rest mostly by the node's swap thread. */
     struct {
         ck_stack_t load_q __attribute__((aligned(PP__PAD)));  /* queued loads */
         struct ck_ec32 io_wake;          /* wakes the swap thread */
@@ -240,10 +242,11 @@ typedef struct pp__node {
         uint64_t end;                    /* first byte never handed out */
         _Atomic uint64_t swapped_bytes;  /* entry bytes only on disk */
         _Atomic uint64_t ev_written, ev_clean, ev_abandoned;
+        _Atomic uint64_t drops;          /* PP_TYPE_DISCARD entries dropped */
         _Atomic uint64_t sw_written, sw_raw, sw_read, sw_used;
         _Atomic uint64_t csum_fail, io_errors;
         _Atomic uint64_t advised;        /* wontneed bits set (advise.c) */
-        _Atomic uint64_t ev_advised;     /* evictions of WONTNEED entries */
+        _Atomic uint64_t ev_advised;     /* evictions and drops of WONTNEED entries */
         _Atomic uint64_t pass_seq;       /* last room request a pass served */
         _Atomic int pass_stuck;          /* that pass could free nothing */
         uint32_t hand, hand_end;         /* CLOCK hand, end of its turn (swap thread) */
@@ -289,6 +292,15 @@ struct pp_pool {
     _Atomic uint64_t room_want;          /* bytes waited for */
     _Atomic uint64_t room_waits, room_enomem;
     struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
+
+    /* PP_TYPE_DISCARD entries (evict.c drops them, mem.c makes room with
+     * them), in pools with a limit; written only for those entries. */
+    _Atomic uint64_t discard_entries;    /* droppable entries put, not yet freed */
+    _Atomic uint64_t discard_dying;      /* their bytes queued, not yet freed: on
+                                            their way out, so the hands do not
+                                            evict for them (pp__reclaim_push adds,
+                                            the reclaimer subtracts) */
+    _Atomic int drop_busy;               /* without swap: a putter runs the hands */
     void (*report)(const char *line, void *ctx);
     void *report_ctx;
 

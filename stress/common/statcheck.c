@@ -66,7 +66,7 @@ int stat_lag_count_ok(uint64_t lag_count, uint64_t frees)
 #define NODE_FIELDS(X) \
     X(entries) X(resident_bytes) X(swapped_bytes) X(puts) X(retains) X(releases) \
     X(gets) X(pins) X(unpins) X(evictions_written) X(evictions_clean) \
-    X(evictions_abandoned) X(loads) X(load_waits) X(swap_bytes_written) \
+    X(evictions_abandoned) X(drops) X(loads) X(load_waits) X(swap_bytes_written) \
     X(swap_raw_written) X(swap_bytes_read) X(swap_used_bytes) X(checksum_failures) \
     X(io_errors) X(queued) X(frees) X(reclaim_queue_depth) X(dead_in_io) X(grace_polls) X(slots) \
     X(lag_count) X(lag_total_ns) X(backlog_bytes) X(backlog_waits) X(backlog_wait_ns) \

@@ -79,8 +79,10 @@ static size_t world_down(world_t *W)
 
 static void world_free_ct(world_t *W)
 {
-    for (int r = 0; r < W->n; r++)
+    for (int r = 0; r < W->n; r++) {
         ct_delete(W->ct[r]);
+        report_cap_free(&W->rep[r]);
+    }
 }
 
 /* A home entry of rank r: id's pattern, size bytes. */

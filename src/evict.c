@@ -306,7 +306,8 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
  * before the first one is freed. */
 static bool pp__above(pp_pool_t *pool, uint64_t mark)
 {
-    uint64_t want = pp__atomic_load_relaxed(&pool->room_want);
+    uint64_t want = pp__atomic_load_relaxed(&pool->room_want) +
+                    pp__atomic_load_relaxed(&pool->room_hint);
     uint64_t dying = pp__atomic_load_relaxed(&pool->discard_dying);
     return pp__atomic_load_relaxed(&pool->resident) + want > mark + dying;
 }
@@ -452,6 +453,9 @@ static void *pp__swap_main(void *arg)
         if (req != served || pp__atomic_load_relaxed(&pool->resident) > pool->high_wm) {
             bool stuck;
             uint64_t freed = pp__evict_pass(pool, node, false, &stuck, node->sw.st);
+            /* the NOWAIT sizes this pass made room for: a caller still
+             * short retries, and asks again */
+            pp__atomic_store_relaxed(&pool->room_hint, 0);
             served = req;
             pp__atomic_store_relaxed(&node->sw.pass_stuck, stuck);
             /* release: pass_stuck is read after an acquire of pass_seq. */

@@ -336,7 +336,17 @@ int pp__mem_reserve_nowait(pp_pool_t *pool, size_t size)
         return PP_ENOMEM;
     if (!pool->swap)
         return pp__room_drop(pool, size, false);
-    /* It would have waited: have the swap threads make room for a retry. */
+    /* It would have waited: have the swap threads make room for a retry.
+     * A kick alone is not enough: below the high watermark a swap thread
+     * runs a pass only for a new request, and a pass evicts down to the low
+     * watermark only, so a NOWAIT caller of more than limit - low_wm bytes
+     * between limit - size and the high watermark would retry forever.
+     * The request makes a pass run; the hint makes it evict for size too
+     * (the pass clears it). */
+    uint64_t hint = pp__atomic_load_relaxed(&pool->room_hint);
+    while (hint < size && !pp__atomic_cas_weak_relaxed(&pool->room_hint, &hint, size))
+        ;
+    pp__atomic_add_relaxed(&pool->room_req, 1);
     pp__kick_all(pool);
     return PP_EAGAIN;
 }

@@ -290,6 +290,8 @@ struct pp_pool {
     uint64_t high_wm, low_wm;            /* eviction starts / stops */
     _Atomic uint64_t room_req;           /* room requests made (sequence) */
     _Atomic uint64_t room_want;          /* bytes waited for */
+    _Atomic uint64_t room_hint;          /* the largest PP_PUT_NOWAIT/PP_PIN_NOWAIT
+                                            size refused since the last pass */
     _Atomic uint64_t room_waits, room_enomem;
     struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
 

@@ -436,3 +436,39 @@ Test(backlog, nowait_does_not_wait_for_room, .timeout = 60)
     test_destroy(pool);
     sig_destroy(&g_gate.open);
 }
+
+/* A PP_PUT_NOWAIT of more than the room between the low watermark and the
+ * limit, with the pool just under its high watermark: each refusal asks
+ * the swap threads for a pass that makes room for that size, so a retry
+ * fits (it used to only kick them, and below the high watermark they ran
+ * no pass: the caller retried forever). */
+Test(backlog, nowait_retry_gets_room_below_the_high_watermark, .timeout = 60)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.mem_limit = 16 * ESIZE;            /* high watermark 15, low 14 */
+    o.swap_dir = test_swap_parent();
+    pp_pool_t *pool = test_pool(&o);
+    static const pp_type_t flat = {0};
+    pp_ref_t refs[14];
+    for (size_t n = 0; n < 14; n++) {
+        void *p = malloc(ESIZE);
+        cr_assert_not_null(p);
+        memset(p, (int)n, ESIZE);
+        assert_rc(pp_put(pool, p, ESIZE, &flat, 0, &refs[n]), 0);
+    }
+    size_t big = 3 * ESIZE;              /* 14 + 3 > 16: does not fit now */
+    void *p = malloc(big);
+    cr_assert_not_null(p);
+    memset(p, 0x5a, big);
+    pp_ref_t r;
+    int rc;
+    cr_assert(WAIT_UNTIL((rc = pp_put(pool, p, big, &flat, PP_PUT_NOWAIT, &r)) != PP_EAGAIN,
+                         TEST_WAIT_MS),
+              "a NOWAIT put never got room");
+    assert_rc(rc, 0);
+    assert_rc(pp_release(pool, r), 0);
+    for (size_t i = 0; i < 14; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+    test_drain(pool);
+    test_destroy(pool);
+}

@@ -1,5 +1,5 @@
 /*
- * wire.h -- the MPI layer's messages, as bytes (groundwork).
+ * wire.h -- the MPI layer's messages, as bytes.
  *
  * Every message starts with a header: a magic number, the protocol
  * version, its kind, the count of records that follow and a 32-bit aux

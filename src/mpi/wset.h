@@ -1,6 +1,6 @@
 /*
  * wset.h -- sets of weight intervals, for owners counted across ranks
- * (docs/mpi-groundwork.md, "weight as disjoint intervals").
+ * (docs/mpi.md, "Owners across ranks, by weight").
  *
  * Weight is a set of disjoint half-open intervals [lo, hi) within
  * [0, UINT64_MAX).  The home of an entry keeps the intervals it minted and that

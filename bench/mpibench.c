@@ -1,62 +1,30 @@
 /*
  * mpibench -- a remote pin of libpinpool_mpi against what MPI itself gives
  * for the same bytes, between rank 0 (the client) and rank 1 (the home),
- * measured in the same run, interleaved round by round, medians and their
- * ratios reported (docs/performance.md: ratios, never a lone absolute
- * time).  For each reply size (default 4 KiB, 16 KiB, 64 KiB, 256 KiB,
- * 1 MiB, 4 MiB):
+ * in one run, interleaved round by round; medians and their ratios
+ * (docs/performance.md, "The MPI layer", says more).  Per reply size
+ * (default 4 KiB to 4 MiB):
  *
- *   floor      the two-sided MPI floor: rank 0 sends a small request
- *              (MPI_Send of an int) and receives a reply of the size
- *              (MPI_Recv), on the application's own communicator (a dup of
- *              MPI_COMM_WORLD); rank 1's main thread answers in a loop of
- *              MPI_Recv/MPI_Send, so a thread of the home is always in MPI
- *              waiting for the request: the best MPI gives two-sided.
- *   get        MPI_Get of the same bytes from a window made by
- *              MPI_Win_allocate on rank 1, passive target: MPI_Win_lock
- *              (shared), MPI_Get, MPI_Win_unlock per op.  Open MPI has no
- *              asynchronous progress, so meanwhile rank 1's main thread
- *              polls (a loop of MPI_Iprobe for the end of the run; with
- *              --get-home sleep it waits in MPI_Test and a sleep that backs
- *              off to 1 ms instead, to show what a target that is not in
- *              MPI costs).
- *   miss       a pinpool remote miss: pp_mpi_pin of a ref homed on rank 1
- *              that rank 0 does not own (its gref came as a plain value, no
- *              token), so nothing is cached and every pin is a fetch; then
- *              pp_mpi_unpin (the copy dies).  Rank 1's main thread sleeps;
- *              the layer's progress threads do the work.
- *   hit        a cache hit: rank 1 exports a token of another entry of the
- *              size and sends it (MPI_Send), rank 0 imports it and pins it
- *              once (a miss: the copy is cached, rank 0 owns the ref); then
- *              pp_mpi_pin + pp_mpi_unpin, all hits.
- *   local-pin  pp_pin + pp_unpin of an entry of the same size put in rank
- *              0's own pool (the pool under the layer, where the copies
- *              live too): what a hit is compared with.
+ *   floor      a small MPI_Send request and an MPI_Recv reply of the size,
+ *              on the application's own communicator; rank 1's main thread
+ *              answers in a loop, always waiting in MPI: the best two-sided.
+ *   get        MPI_Get from a window of rank 1 (MPI_Win_allocate; passive
+ *              target, lock/get/unlock per op); rank 1 polls meanwhile
+ *              (--get-home sleep: it sleeps instead), as Open MPI has no
+ *              asynchronous progress.
+ *   miss       pp_mpi_pin + pp_mpi_unpin of a ref homed on rank 1 that rank
+ *              0 does not own: nothing is cached, every pin is a fetch.
+ *   hit        the same of a ref rank 0 owns (a token imported) after its
+ *              first pin: every pin a hit.
+ *   local-pin  pp_pin + pp_unpin of an entry of rank 0's own pool.
  *
- * Each method runs for --ms milliseconds (at least 3 ops) per size and
- * round; the order of the methods rotates from round to round and size to
- * size; round 0 is a warm-up and is not recorded.  Each run begins with
- * one untimed op whose bytes are checked against the pattern the home
- * wrote.  Ratios per size: miss / floor, get / floor (time per op) and
- * hit / local-pin.
- *
- * Then the owners' traffic: rank 1 puts --refs small entries, exports a
- * token of each and sends them all (one MPI_Send); rank 0 imports every
- * token, then releases every ref; the layer returns their weight in
- * batches.  Reported: weight-return messages per ref (pp_mpi_stats
- * weight_messages / refs), and that the home freed every entry once its
- * weight was back.
- *
- * The output starts with the machine (machine.h) and what MPI says of
- * itself: the library, the BTLs asked for (OMPI_MCA_btl, which mpiexec's
- * --mca btl sets; unset, Open MPI uses shared memory, vader, between ranks
- * of one host) and where the ranks run.  No timing is asserted: exit 0
- * means the run completed, every byte checked came back right and the
- * layer's counters agree with the ops made (every pin of the unowned ref
- * a miss, every pin of the owned one after the first a hit, every
- * interval of weight home).  A run that stops moving (an MPI_Get whose
- * target makes no progress, a fetch never answered) is ended by a
- * watchdog after --timeout seconds with what it was doing.
+ * Each method runs --ms per size and round, in an order that rotates;
+ * round 0 is a warm-up.  Each run checks the bytes of one op.  Then the
+ * owners' traffic: rank 0 imports --refs tokens and releases every ref;
+ * reported: weight-return messages per ref, and that the home freed them.
+ * No timing is asserted: exit 0 means every check passed (bytes, and the
+ * layer's counters against the ops made).  A watchdog ends a run that
+ * stops moving after --timeout seconds, saying what it was doing.
  *
  *   mpiexec --allow-run-as-root --oversubscribe -np 2 mpibench
  *           [--rounds R] [--ms MS] [--sizes LIST] [--refs N]
@@ -778,17 +746,8 @@ static void parse_sizes(const char *list)
         usage();
 }
 
-int main(int argc, char **argv)
+static void parse_args(int argc, char **argv)
 {
-    int provided = 0;
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "mpibench: MPI_Init_thread failed\n");
-        return 1;
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int nranks = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-
     const char *sizes_arg = NULL;
     int quick = 0, rounds_set = 0, ms_set = 0, refs_set = 0;
     for (int i = 1; i < argc; i++) {
@@ -828,6 +787,114 @@ int main(int argc, char **argv)
     }
     if (sizes_arg != NULL)
         parse_sizes(sizes_arg);
+}
+
+/* Rank 0: the table, the ratios, the weight figures and the counters'
+ * checks.  Returns nonzero if a check failed. */
+static int report(double ns[NMETH][MAX_SIZES][MAX_ROUNDS], const pp_mpi_stats_t *st1p,
+                  const pp_mpi_stats_t *home1p, const pp_mpi_stats_t *wbp,
+                  const pp_mpi_stats_t *wap, const owners_result_t *ownp)
+{
+    pp_mpi_stats_t st1 = *st1p, home1 = *home1p, wb = *wbp, wa = *wap;
+    owners_result_t own = *ownp;
+    int bad = 0;
+    printf("\nmpibench: time per op, median of %d rounds (min - max): floor, get and miss"
+           " in us per request and reply, hit and local-pin in ns per pin+unpin\n",
+           n_rounds);
+    printf("  %-8s %24s %24s %24s %22s %22s\n", "size", "floor us", "get us", "miss us",
+           "hit ns", "local-pin ns");
+    double med[NMETH][MAX_SIZES];
+    for (int s = 0; s < n_sizes; s++) {
+        char sz[32];
+        size_text(sz, sizeof sz, sizes[s]);
+        printf("  %-8s", sz);
+        for (int k = 0; k < NMETH; k++) {
+            if (k == GET && win == MPI_WIN_NULL) {
+                med[k][s] = NAN;
+                printf(" %24s", "-");
+                continue;
+            }
+            double v[MAX_ROUNDS];
+            memcpy(v, ns[k][s], sizeof v);
+            qsort(v, (size_t)n_rounds, sizeof *v, cmp_double);
+            int n = n_rounds;
+            med[k][s] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+            double scale = k == HIT || k == LOCAL ? 1.0 : 1e-3;
+            char cell[64];
+            snprintf(cell, sizeof cell, "%.*f (%.*f - %.*f)", k >= HIT ? 1 : 2,
+                     med[k][s] * scale, k >= HIT ? 1 : 2, v[0] * scale, k >= HIT ? 1 : 2,
+                     v[n - 1] * scale);
+            printf(" %*s", k >= HIT ? 22 : 24, cell);
+            if (!(v[0] > 0) || !isfinite(v[n - 1]))
+                bad = 1;
+        }
+        printf("\n");
+    }
+    printf("\n");
+    for (int s = 0; s < n_sizes; s++) {
+        char sz[32];
+        size_text(sz, sizeof sz, sizes[s]);
+        char get[32] = "-";
+        if (win != MPI_WIN_NULL)
+            snprintf(get, sizeof get, "%.2f", med[GET][s] / med[FLOOR][s]);
+        printf("ratio %s: miss/floor %.2f, get/floor %s, hit/local-pin %.2f"
+               "  (floor %.2f GB/s, miss %.2f GB/s)\n", sz,
+               med[MISS][s] / med[FLOOR][s], get, med[HIT][s] / med[LOCAL][s],
+               (double)sizes[s] / med[FLOOR][s], (double)sizes[s] / med[MISS][s]);
+    }
+
+    uint64_t wmsg = wa.weight_messages - wb.weight_messages;
+    uint64_t wrec = wa.weight_records - wb.weight_records;
+    printf("\nweight: %ld refs imported, then released: %" PRIu64 " weight-return"
+           " messages, %.4f per ref (%" PRIu64 " records); the home freed %" PRIu64
+           " of its %" PRIu64 " entries, refused %" PRIu64 " returns\n",
+           n_refs, wmsg, (double)wmsg / (double)n_refs, wrec, own.freed, own.refs,
+           own.home.refused_returns);
+
+    /* Sanity: the counters agree with the ops made. */
+    uint64_t misses = 0, bytes = 0;
+    for (int s = 0; s < n_sizes; s++) {
+        misses += miss_ops[s] + 1;            /* + the first pin of the owned ref */
+        bytes += (miss_ops[s] + 1) * sizes[s];
+    }
+    uint64_t hits = hit_ops - (uint64_t)n_sizes;
+    printf("layer: rank 0 misses %" PRIu64 " (ops %" PRIu64 "), hits %" PRIu64 " (ops %"
+           PRIu64 "), bytes fetched %" PRIu64 " (ops' bytes %" PRIu64 "); rank 1 served %"
+           PRIu64 " requests, %" PRIu64 " bytes\n",
+           st1.misses, misses, st1.hits, hits, st1.bytes_fetched, bytes,
+           home1.requests_served, home1.bytes_served);
+    if (st1.misses != misses || st1.hits != hits || st1.bytes_fetched != bytes ||
+        home1.requests_served != misses || home1.bytes_served != bytes) {
+        fprintf(stderr, "mpibench: the layer's counters do not match the ops made\n");
+        bad = 1;
+    }
+    if (wrec != (uint64_t)n_refs || wmsg == 0 || wmsg > wrec || own.freed != own.refs ||
+        own.home.refused_returns != 0 || wa.refused_imports != 0) {
+        fprintf(stderr, "mpibench: the owners' phase is wrong: %" PRIu64 " records for %ld"
+                        " refs, %" PRIu64 " messages, %" PRIu64 " of %" PRIu64 " freed, %"
+                        PRIu64 " refused returns, %" PRIu64 " refused imports\n", wrec,
+                n_refs, wmsg, own.freed, own.refs, own.home.refused_returns,
+                wa.refused_imports);
+        bad = 1;
+    }
+    if (bad)
+        fprintf(stderr, "mpibench: FAILED a check (above)\n");
+    fflush(stdout);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    int provided = 0;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "mpibench: MPI_Init_thread failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int nranks = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+    parse_args(argc, argv);
     if (nranks != 2) {
         if (rank == 0)
             fprintf(stderr, "mpibench: run it on 2 ranks (mpiexec -np 2), not %d\n", nranks);
@@ -919,91 +986,7 @@ int main(int argc, char **argv)
                            MPI_STATUS_IGNORE), "MPI_Recv (stats)");
     }
 
-    int bad = 0;
-    if (rank == 0) {
-        printf("\nmpibench: time per op, median of %d rounds (min - max): floor, get and miss"
-               " in us per request and reply, hit and local-pin in ns per pin+unpin\n",
-               n_rounds);
-        printf("  %-8s %24s %24s %24s %22s %22s\n", "size", "floor us", "get us", "miss us",
-               "hit ns", "local-pin ns");
-        double med[NMETH][MAX_SIZES];
-        for (int s = 0; s < n_sizes; s++) {
-            char sz[32];
-            size_text(sz, sizeof sz, sizes[s]);
-            printf("  %-8s", sz);
-            for (int k = 0; k < NMETH; k++) {
-                if (k == GET && win == MPI_WIN_NULL) {
-                    med[k][s] = NAN;
-                    printf(" %24s", "-");
-                    continue;
-                }
-                double v[MAX_ROUNDS];
-                memcpy(v, ns[k][s], sizeof v);
-                qsort(v, (size_t)n_rounds, sizeof *v, cmp_double);
-                int n = n_rounds;
-                med[k][s] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-                double scale = k == HIT || k == LOCAL ? 1.0 : 1e-3;
-                char cell[64];
-                snprintf(cell, sizeof cell, "%.*f (%.*f - %.*f)", k >= HIT ? 1 : 2,
-                         med[k][s] * scale, k >= HIT ? 1 : 2, v[0] * scale, k >= HIT ? 1 : 2,
-                         v[n - 1] * scale);
-                printf(" %*s", k >= HIT ? 22 : 24, cell);
-                if (!(v[0] > 0) || !isfinite(v[n - 1]))
-                    bad = 1;
-            }
-            printf("\n");
-        }
-        printf("\n");
-        for (int s = 0; s < n_sizes; s++) {
-            char sz[32];
-            size_text(sz, sizeof sz, sizes[s]);
-            char get[32] = "-";
-            if (win != MPI_WIN_NULL)
-                snprintf(get, sizeof get, "%.2f", med[GET][s] / med[FLOOR][s]);
-            printf("ratio %s: miss/floor %.2f, get/floor %s, hit/local-pin %.2f"
-                   "  (floor %.2f GB/s, miss %.2f GB/s)\n", sz,
-                   med[MISS][s] / med[FLOOR][s], get, med[HIT][s] / med[LOCAL][s],
-                   (double)sizes[s] / med[FLOOR][s], (double)sizes[s] / med[MISS][s]);
-        }
-
-        uint64_t wmsg = wa.weight_messages - wb.weight_messages;
-        uint64_t wrec = wa.weight_records - wb.weight_records;
-        printf("\nweight: %ld refs imported, then released: %" PRIu64 " weight-return"
-               " messages, %.4f per ref (%" PRIu64 " records); the home freed %" PRIu64
-               " of its %" PRIu64 " entries, refused %" PRIu64 " returns\n",
-               n_refs, wmsg, (double)wmsg / (double)n_refs, wrec, own.freed, own.refs,
-               own.home.refused_returns);
-
-        /* Sanity: the counters agree with the ops made. */
-        uint64_t misses = 0, bytes = 0;
-        for (int s = 0; s < n_sizes; s++) {
-            misses += miss_ops[s] + 1;            /* + the first pin of the owned ref */
-            bytes += (miss_ops[s] + 1) * sizes[s];
-        }
-        uint64_t hits = hit_ops - (uint64_t)n_sizes;
-        printf("layer: rank 0 misses %" PRIu64 " (ops %" PRIu64 "), hits %" PRIu64 " (ops %"
-               PRIu64 "), bytes fetched %" PRIu64 " (ops' bytes %" PRIu64 "); rank 1 served %"
-               PRIu64 " requests, %" PRIu64 " bytes\n",
-               st1.misses, misses, st1.hits, hits, st1.bytes_fetched, bytes,
-               home1.requests_served, home1.bytes_served);
-        if (st1.misses != misses || st1.hits != hits || st1.bytes_fetched != bytes ||
-            home1.requests_served != misses || home1.bytes_served != bytes) {
-            fprintf(stderr, "mpibench: the layer's counters do not match the ops made\n");
-            bad = 1;
-        }
-        if (wrec != (uint64_t)n_refs || wmsg == 0 || wmsg > wrec || own.freed != own.refs ||
-            own.home.refused_returns != 0 || wa.refused_imports != 0) {
-            fprintf(stderr, "mpibench: the owners' phase is wrong: %" PRIu64 " records for %ld"
-                            " refs, %" PRIu64 " messages, %" PRIu64 " of %" PRIu64 " freed, %"
-                            PRIu64 " refused returns, %" PRIu64 " refused imports\n", wrec,
-                    n_refs, wmsg, own.freed, own.refs, own.home.refused_returns,
-                    wa.refused_imports);
-            bad = 1;
-        }
-        if (bad)
-            fprintf(stderr, "mpibench: FAILED a check (above)\n");
-        fflush(stdout);
-    }
+    int bad = rank == 0 ? report(ns, &st1, &home1, &wb, &wa, &own) : 0;
 
     arm("tear-down (pp_mpi_destroy, MPI_Win_free)");
     tear_down();

@@ -30,7 +30,7 @@
  * that input waits behind it.  With every worker of the ranks blocked so,
  * each waiting for a task another has not started, the run deadlocks (an
  * unlucky order, not a bug in the layer: a build that created every task
- * at once hung in 7 of 7 runs at -np 4, order 2048, 64x64 tiles, one
+ * at once hung in 10 of 10 runs at -np 4, order 2048, 64x64 tiles, one
  * worker per rank; docs/mpi-demo.md).  So the scheduler
  * thread (the OpenMP thread that runs `single`) hands a task to OpenMP
  * only once its remote inputs are published: it looks at a window of the

@@ -212,14 +212,15 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
     uint64_t tile = (uint64_t)c->b * c->b * sizeof(double);
     /* A worker pins up to three tiles; the scheduler's probe one; a fourth
      * per worker leaves room for the copies that prefetches bring.  And at
-     * least 17 tiles: the scheduler's probes pin with PP_PIN_NOWAIT, whose
-     * copy goes in with PP_PUT_NOWAIT, and the pool's swap threads make
-     * room for such a put only once the pool is above its high watermark
-     * (15/16 of the limit): a copy larger than a 16th of the limit could
-     * then never find room (docs/mpi-demo.md, "Problems seen"). */
+     * least 16 copies (a copy is a tile and a 64-byte header): the
+     * scheduler's probes pin with PP_PIN_NOWAIT, whose copy goes in with
+     * PP_PUT_NOWAIT, and the pool's swap threads make room for such a put
+     * only once the pool is above its high watermark (15/16 of the
+     * limit): a copy larger than a 16th of the limit could then never find
+     * room (docs/mpi-demo.md, "Problems seen"). */
     uint64_t need = ((uint64_t)c->workers * 4 + 2) * tile;
-    if (need < 17 * tile)
-        need = 17 * tile;
+    if (need < 16 * (tile + 64))
+        need = 16 * (tile + 64);
     if (c->n % c->b != 0) {
         why = "the matrix order must be a multiple of the tile order";
     } else if (c->P * c->Q != size) {
@@ -230,9 +231,9 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
         why = "fewer tiles per side than ranks along one side of the grid";
     } else if (c->mem_limit != 0 && c->mem_limit < need) {
         snprintf(msg, sizeof msg, "a memory limit of %.1f MiB is too small for tiles of %.1f "
-                 "MiB and %d worker%s; give at least %.1f MiB (-m: 17 tiles, or 4 per worker "
-                 "and 2)", (double)c->mem_limit / MIB, (double)tile / MIB, c->workers,
-                 c->workers == 1 ? "" : "s", (double)need / MIB);
+                 "MiB and %d worker%s; give at least %.2f MiB (-m: 16 copies of a tile, or "
+                 "4 tiles per worker and 2)", (double)c->mem_limit / MIB, (double)tile / MIB,
+                 c->workers, c->workers == 1 ? "" : "s", ceil((double)need / MIB * 100) / 100);
         why = msg;
     }
     if (why != NULL) {

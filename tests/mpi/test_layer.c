@@ -471,3 +471,47 @@ Test(layer, destroy_reports_what_was_never_returned)
     cr_assert_eq(ct_frees(W.ct[0], 2), 1, "freed by destroy, and reported");
     world_free_ct(&W);
 }
+
+/* A type with save and load is served to no other rank (its bytes are not
+ * the entry): a remote pin is PP_ENOTSUP, the home's own pins work. */
+static int typed_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
+{
+    (void)ctx;
+    return pp_write(w, data, size);
+}
+
+static int typed_load(void **data, size_t size, pp_reader_t *r, void *ctx)
+{
+    (void)ctx;
+    void *p = malloc(size ? size : 1);
+    if (p == NULL)
+        return -1;
+    if (pp_read(r, p, size) != 0) {
+        free(p);
+        return -1;
+    }
+    *data = p;
+    return 0;
+}
+
+Test(layer, typed_entries_are_not_served_remotely)
+{
+    static const pp_type_t typed = { .name = "typed", .save = typed_save, .load = typed_load };
+    world_t W;
+    world_up(&W, 2, 12, 2, 0);
+    void *buf = malloc(256);
+    memset(buf, 0x3c, 256);
+    pp_gref_t g;
+    assert_rc(pp_mpi_put(W.m[0], buf, 256, &typed, 0, &g), 0);
+    give(&W, 0, 1, g);
+    void *d;
+    assert_rc(pp_mpi_pin(W.m[1], g, 0, &d, NULL), PP_ENOTSUP);
+    assert_rc(pp_mpi_pin(W.m[0], g, 0, &d, NULL), 0);
+    cr_assert_eq(((unsigned char *)d)[255], 0x3c);
+    assert_rc(pp_mpi_unpin(W.m[0], g, 0, d), 0);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}
+

@@ -798,6 +798,30 @@ PP_API int pp_read(pp_reader_t *r, void *buf, size_t n);
 /* Bytes left for pp_read (0 for NULL r). */
 PP_API size_t pp_read_left(const pp_reader_t *r);
 
+/* A type's save and load outside swap, for layers that move entries
+ * between processes (libpinpool_mpi packs a typed entry with them to send
+ * it to another rank, which unpacks it with the same type registered
+ * there).  They run on the calling thread, with none of the pool's locks
+ * or pins: the caller keeps data from changing while save runs (a read
+ * pin does).  Both need a type with save and load, not PP_TYPE_DISCARD.
+ *
+ * pp_type_pack: calls type->save(data, size) and collects what it writes
+ * with pp_write (which never returns PP_EAGAIN here: there is no eviction
+ * to lose) in one buffer: *buf, to release with free() (NULL if save
+ * wrote nothing), and *len.  Returns 0, PP_EINVAL (NULL or unfit type,
+ * NULL buf or len), PP_ENOMEM (no memory for the buffer), PP_EIO (save
+ * returned nonzero).  On failure *buf and *len are untouched.
+ *
+ * pp_type_unpack: calls type->load(size) over [buf, buf+len) and stores
+ * the data it made in *data.  Returns 0, PP_EINVAL (NULL or unfit type,
+ * NULL buf with len > 0, NULL data), PP_EIO (load returned nonzero,
+ * having freed what it allocated; *data is untouched).  Bytes load leaves
+ * unread are not an error (pp_read_left tells load how many there are). */
+PP_API int pp_type_pack(const pp_type_t *type, const void *data, size_t size, void **buf,
+                        size_t *len);
+PP_API int pp_type_unpack(const pp_type_t *type, const void *buf, size_t len, size_t size,
+                          void **data);
+
 /* ------------------------------------------------------------------------ */
 /* Introspection                                                             */
 /* ------------------------------------------------------------------------ */

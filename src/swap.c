@@ -263,8 +263,9 @@ struct pp_writer {
 /* A pin (or get, or release) since the claim: the eviction is lost. */
 static bool pp__claim_lost(pp__entry_t *e, uint64_t claimed)
 {
-    /* relaxed: only a hint to stop early; the commit CAS decides. */
-    return pp__atomic_load_relaxed(&e->pw) != claimed;
+    /* relaxed: only a hint to stop early; the commit CAS decides.  No
+     * entry: pp_type_pack, which has no eviction to lose. */
+    return e != NULL && pp__atomic_load_relaxed(&e->pw) != claimed;
 }
 
 int pp_write(pp_writer_t *w, const void *buf, size_t n)
@@ -587,6 +588,43 @@ int pp_read(pp_reader_t *r, void *buf, size_t n)
 size_t pp_read_left(const pp_reader_t *r)
 {
     return r == NULL ? 0 : r->len - r->pos;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A type's save and load outside swap (layers that move entries)            */
+/* ------------------------------------------------------------------------ */
+
+static bool pp__type_packs(const pp_type_t *type)
+{
+    return type != NULL && type->save != NULL && type->load != NULL &&
+           !(type->flags & PP_TYPE_DISCARD);
+}
+
+int pp_type_pack(const pp_type_t *type, const void *data, size_t size, void **buf, size_t *len)
+{
+    if (!pp__type_packs(type) || buf == NULL || len == NULL)
+        return PP_EINVAL;
+    struct pp_writer w = {.e = NULL};
+    int rc = type->save(data, size, &w, type->ctx);
+    if (rc != 0 || w.err != 0) {
+        pp__free(w.buf);
+        return w.err == PP_ENOMEM ? PP_ENOMEM : PP_EIO;
+    }
+    *buf = w.buf;
+    *len = w.len;
+    return 0;
+}
+
+int pp_type_unpack(const pp_type_t *type, const void *buf, size_t len, size_t size, void **data)
+{
+    if (!pp__type_packs(type) || (buf == NULL && len > 0) || data == NULL)
+        return PP_EINVAL;
+    pp_reader_t r = {buf, len, 0};
+    void *d = NULL;
+    if (type->load(&d, size, &r, type->ctx) != 0)
+        return PP_EIO;
+    *data = d;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@ set(PINPOOL_MPI_SOURCES
     src/mpi/home.c
     src/mpi/owners.c
     src/mpi/remote.c
+    src/mpi/typed.c
     src/mpi/progress.c
     src/mpi/wset.c
     src/mpi/wire.c

@@ -62,8 +62,16 @@
  *  dropped with the rank's last owner); a pin of a ref this rank does not
  *  own is served with a copy that dies when it is unpinned.  A copy is a
  *  snapshot: a home write pin and a serve of the same entry exclude each
- *  other.  Only flat entries are served to other ranks (no type, or a type
- *  without save/load); a remote pin of a typed entry is PP_ENOTSUP.
+ *  other.  An entry without save/load is sent as its bytes, and its copy
+ *  is those bytes.  An entry whose type has save/load is sent packed: the
+ *  home's progress thread runs save (under the serve's read pin), the
+ *  pinning rank runs load to make the copy, whose data is what load made,
+ *  freed with the type's free when the copy dies.  For that, every rank
+ *  that puts or pins such entries registers the type under one id
+ *  (pp_mpi_type_register); a remote pin of an entry whose type is not
+ *  registered at its home, or not here, is PP_ENOTSUP (and reported where
+ *  it is missing).  A typed copy's unpin finds it with one lock-free
+ *  lookup; a flat one with none.
  *
  * ---------------------------------------------------------------------------
  * Threads and MPI
@@ -128,6 +136,24 @@ PP_API int pp_mpi_destroy(pp_mpi_t *m);
 PP_API int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type,
                       unsigned flags, pp_gref_t *out);
 
+/* Registers type under id (1 .. PP_MPI_TYPES_MAX-1) on this rank, for
+ * typed entries across ranks (see "Remote pins and cached copies"): every
+ * rank that puts or pins entries of the type registers it, before its
+ * first such put or pin, with the same id, and with a type whose load
+ * reads what the home's save writes (the same code, typically).  A
+ * pp_mpi_put of a type with save/load that is not registered makes an
+ * entry the home alone may pin.  save runs on the progress thread, load
+ * on the thread that installs the copy (the pinning thread, or the
+ * progress thread for a prefetch); neither may call into the pool or the
+ * layer.  The type must stay valid until the local pool is destroyed (a
+ * copy may be freed after pp_mpi_destroy).  Not collective; no message.
+ * Errors: PP_EINVAL (NULL m or type, id out of range, a type without save
+ * or load or with PP_TYPE_DISCARD, id taken by another type, type
+ * registered under another id).  Registering a type again under its own
+ * id is 0.  There is no unregistering. */
+#define PP_MPI_TYPES_MAX 64u
+PP_API int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type);
+
 /* Owners.  export: a token of one owner of ref, taken from this rank's
  * (the caller keeps its own owner); import: the token's owner, here.
  * drop: a token that will never be imported goes home.  retain and
@@ -150,8 +176,10 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * PP_EAGAIN) while a copy of the entry is being sent.  *got: the version
  * pinned (may be NULL; a home write pin: the version it writes over).
  * Errors: those of pp_pin, PP_EINVAL (garbage rank, PP_REF_NONE, unknown
- * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a remote typed entry),
- * PP_ESTALE (the home's entry is dead or never was), PP_EIO (MPI failed).
+ * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a typed entry whose type
+ * is not registered at its home or here), PP_ESTALE (the home's entry is
+ * dead or never was), PP_EIO (MPI failed; or the type's save failed at
+ * the home, or its load here: both reported).
  * A hit takes no lock and makes no MPI call. */
 PP_API int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
 /* Pins n refs, all or none (on failure the pins taken are dropped and the

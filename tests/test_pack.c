@@ -10,93 +10,7 @@
  */
 #include "helpers.h"
 #include "testhooks.h" /* pp__alloc_fail_after */
-
-typedef struct vec {
-    uint64_t magic;
-    size_t n;
-    unsigned char *bytes;
-} vec_t;
-
-#define VEC_MAGIC 0x7665637665637631ull
-
-typedef struct vt {
-    pp_type_t type;                      /* type.ctx == this */
-    int fail_save, fail_load, empty;
-    int saves, loads, frees;
-    size_t chunk;                        /* save writes the bytes in chunks of this */
-} vt_t;
-
-static vec_t *vec_new(size_t n, uint64_t seed)
-{
-    vec_t *v = malloc(sizeof *v);
-    cr_assert_not_null(v);
-    v->magic = VEC_MAGIC;
-    v->n = n;
-    v->bytes = malloc(n ? n : 1);
-    cr_assert_not_null(v->bytes);
-    fill_pattern(v->bytes, n, seed);
-    return v;
-}
-
-static void vec_free(void *data, size_t size, void *ctx)
-{
-    (void)size;
-    vt_t *vt = ctx;
-    vec_t *v = data;
-    vt->frees++;
-    free(v->bytes);
-    free(v);
-}
-
-static int vec_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
-{
-    vt_t *vt = ctx;
-    const vec_t *v = data;
-    cr_assert_eq(size, sizeof *v + v->n, "save: the size given is the entry's");
-    if (vt->empty)
-        return 0;
-    if (vt->fail_save)
-        return -1;
-    cr_assert_eq(pp_write(w, NULL, 1), PP_EINVAL, "a bad write is refused");
-    int rc = pp_write(w, &v->n, sizeof v->n);
-    for (size_t at = 0; rc == 0 && at < v->n; at += vt->chunk) {
-        size_t k = v->n - at < vt->chunk ? v->n - at : vt->chunk;
-        if (rc == 0)
-            rc = pp_write(w, v->bytes + at, k);
-    }
-    if (rc != 0)
-        return rc;
-    vt->saves++;
-    return 0;
-}
-
-static int vec_load(void **data, size_t size, pp_reader_t *r, void *ctx)
-{
-    vt_t *vt = ctx;
-    if (vt->fail_load)
-        return -1;
-    size_t n;
-    if (pp_read(r, &n, sizeof n) != 0 || size != sizeof(vec_t) + n || pp_read_left(r) != n)
-        return -1;
-    vec_t *v = malloc(sizeof *v);
-    unsigned char *b = malloc(n ? n : 1);
-    if (v == NULL || b == NULL || pp_read(r, b, n) != 0) {
-        free(v);
-        free(b);
-        return -1;
-    }
-    *v = (vec_t){ VEC_MAGIC, n, b };
-    *data = v;
-    vt->loads++;
-    return 0;
-}
-
-static void vt_init(vt_t *vt, size_t chunk)
-{
-    *vt = (vt_t){ .chunk = chunk };
-    vt->type = (pp_type_t){ .name = "vec", .free = vec_free, .save = vec_save,
-                            .load = vec_load, .ctx = vt };
-}
+#include "support/vectype.h"
 
 /* A round trip of n bytes written in chunks of chunk: the same content,
  * in new memory, through the type's load. */
@@ -105,7 +19,7 @@ static void round_trip(size_t n, size_t chunk)
     vt_t vt;
     vt_init(&vt, chunk);
     vec_t *v = vec_new(n, n * 31 + chunk);
-    size_t size = sizeof *v + n;
+    size_t size = vec_size(n);
     void *buf = NULL;
     size_t len = 0;
     cr_assert_eq(pp_type_pack(&vt.type, v, size, &buf, &len), 0);
@@ -114,14 +28,10 @@ static void round_trip(size_t n, size_t chunk)
     void *out = NULL;
     cr_assert_eq(pp_type_unpack(&vt.type, buf, len, size, &out), 0);
     free(buf);
-    vec_t *w = out;
-    cr_assert_not_null(w);
-    cr_assert_neq(w, v, "load made new data");
-    cr_assert_eq(w->magic, VEC_MAGIC);
-    cr_assert_eq(w->n, n);
-    cr_assert(check_pattern(w->bytes, n, n * 31 + chunk), "the content came back");
+    cr_assert_neq(out, v, "load made new data");
+    cr_assert(vec_check(out, n, n * 31 + chunk), "the content came back");
     vec_free(v, size, &vt);
-    vec_free(w, size, &vt);
+    vec_free(out, size, &vt);
     cr_assert_eq(vt.frees, 2, "pack and unpack never free the caller's data");
 }
 
@@ -133,15 +43,15 @@ Test(pack, save_that_writes_nothing_gives_an_empty_buffer)
 {
     vt_t vt;
     vt_init(&vt, 1);
-    vt.empty = 1;
+    atomic_store(&vt.empty, 1);
     vec_t *v = vec_new(10, 1);
     void *buf = (void *)&vt;
     size_t len = 99;
-    cr_assert_eq(pp_type_pack(&vt.type, v, sizeof *v + 10, &buf, &len), 0);
+    cr_assert_eq(pp_type_pack(&vt.type, v, vec_size(10), &buf, &len), 0);
     cr_assert_null(buf);
     cr_assert_eq(len, 0);
     void *out = (void *)&vt;
-    cr_assert_eq(pp_type_unpack(&vt.type, NULL, 0, sizeof *v + 10, &out), PP_EIO,
+    cr_assert_eq(pp_type_unpack(&vt.type, NULL, 0, vec_size(10), &out), PP_EIO,
                  "load sees an empty copy and fails: PP_EIO");
     cr_assert_eq(out, (void *)&vt, "*data untouched on failure");
     vec_free(v, 0, &vt);
@@ -151,11 +61,11 @@ Test(pack, failing_save_is_eio_and_hands_back_nothing)
 {
     vt_t vt;
     vt_init(&vt, 1);
-    vt.fail_save = 1;
+    atomic_store(&vt.fail_save, 1);
     vec_t *v = vec_new(10, 2);
     void *buf = (void *)&vt;
     size_t len = 99;
-    cr_assert_eq(pp_type_pack(&vt.type, v, sizeof *v + 10, &buf, &len), PP_EIO);
+    cr_assert_eq(pp_type_pack(&vt.type, v, vec_size(10), &buf, &len), PP_EIO);
     cr_assert_eq(buf, (void *)&vt, "*buf untouched");
     cr_assert_eq(len, 99, "*len untouched");
     cr_assert_eq(vt.frees, 0, "the data is still the caller's");
@@ -170,13 +80,13 @@ Test(pack, failing_load_is_eio_and_leaves_data_untouched)
     vec_t *v = vec_new(10, 3);
     void *buf;
     size_t len;
-    cr_assert_eq(pp_type_pack(&vt.type, v, sizeof *v + 10, &buf, &len), 0);
-    vt.fail_load = 1;
+    cr_assert_eq(pp_type_pack(&vt.type, v, vec_size(10), &buf, &len), 0);
+    atomic_store(&vt.fail_load, 1);
     void *out = (void *)&vt;
-    cr_assert_eq(pp_type_unpack(&vt.type, buf, len, sizeof *v + 10, &out), PP_EIO);
+    cr_assert_eq(pp_type_unpack(&vt.type, buf, len, vec_size(10), &out), PP_EIO);
     cr_assert_eq(out, (void *)&vt);
-    vt.fail_load = 0;
-    cr_assert_eq(pp_type_unpack(&vt.type, buf, len - 1, sizeof *v + 10, &out), PP_EIO,
+    atomic_store(&vt.fail_load, 0);
+    cr_assert_eq(pp_type_unpack(&vt.type, buf, len - 1, vec_size(10), &out), PP_EIO,
                  "a short copy: load's pp_read fails, so does the unpack");
     free(buf);
     vec_free(v, 0, &vt);
@@ -187,7 +97,7 @@ Test(pack, types_that_cannot_pack_and_null_arguments_are_einval)
     vt_t vt;
     vt_init(&vt, 1);
     vec_t *v = vec_new(4, 4);
-    size_t size = sizeof *v + 4;
+    size_t size = vec_size(4);
     void *buf = NULL, *out = NULL;
     size_t len = 0;
     pp_type_t no_save = vt.type, no_load = vt.type, discard = vt.type, flat = { .name = "flat" };
@@ -215,14 +125,14 @@ Test(pack, no_memory_for_the_buffer_is_enomem)
     void *buf = (void *)&vt;
     size_t len = 99;
     pp__alloc_fail_after(0);   /* the buffer's first allocation fails */
-    int rc = pp_type_pack(&vt.type, v, sizeof *v + 200000, &buf, &len);
+    int rc = pp_type_pack(&vt.type, v, vec_size(200000), &buf, &len);
     pp__alloc_fail_after(-1);
     cr_assert_eq(rc, PP_ENOMEM);
     cr_assert_eq(buf, (void *)&vt);
     cr_assert_eq(len, 99);
     /* and when the buffer must grow */
     pp__alloc_fail_after(1);
-    rc = pp_type_pack(&vt.type, v, sizeof *v + 200000, &buf, &len);
+    rc = pp_type_pack(&vt.type, v, vec_size(200000), &buf, &len);
     pp__alloc_fail_after(-1);
     cr_assert_eq(rc, PP_ENOMEM);
     cr_assert_eq(buf, (void *)&vt);

@@ -43,7 +43,7 @@ pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref)
     return h;
 }
 
-int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t **out)
+int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__home_t **out)
 {
     pthread_mutex_lock(&m->home_mu);
     if (m->home_free == NULL) {
@@ -67,7 +67,7 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t 
     m->home_free = h->next_free;
     h->next_free = NULL;
     h->size = size;
-    h->typed = typed;
+    h->type_id = type_id;
     h->owners = 1;
     h->minted = 0;
     h->out = (pp__wset_t)PP__WSET_INIT;
@@ -221,6 +221,7 @@ typedef struct serve {
     pp_mpi_t *m;
     pp__home_t *h;
     uint64_t ref;
+    void *packed;                  /* a typed entry: what its save wrote */
     unsigned char hdr[PP__COPY_HDR];
 } serve_t;
 
@@ -246,6 +247,7 @@ static void served(void *arg, int err)
     pp__home_t *h = s->h;
     (void)err;   /* a failed send was reported by the transport's caller */
     (void)pp_unpin(s->m->pool, s->ref);
+    free(s->packed);
     /* release: our reads of the data (the send) come before a writer's
      * acquire CAS lets it write */
     uint32_t was = atomic_fetch_sub_explicit(&h->rw, 1, memory_order_release);
@@ -266,6 +268,20 @@ static int park(pp__parked_t **list, int src, uint64_t id, uint64_t ref, uint32_
     return 0;
 }
 
+/* A typed entry, pinned for a serve: packed with its type's save (on this
+ * thread: the pin and the serve's count keep writers out meanwhile).
+ * PP_EIO (save failed, reported), PP_ENOMEM. */
+static int pack(pp_mpi_t *m, const pp__home_t *h, const void *data, void **out, size_t *len)
+{
+    const pp_type_t *type = pp__types_get(m->types, h->type_id);
+    int rc = pp_type_pack(type, data, h->size, out, len);
+    if (rc != 0)
+        pp__mpi_report(m, "type %s: save failed (%s) packing ref %#llx for another rank",
+                       type->name != NULL ? type->name : "(unnamed)", pp_err_name(rc),
+                       (unsigned long long)atomic_load_explicit(&h->ref, memory_order_relaxed));
+    return rc == PP_ENOMEM ? PP_ENOMEM : rc != 0 ? PP_EIO : 0;
+}
+
 /* Serves one request, or parks it.  1: done with it (served or answered);
  * 0: parked on h; 2: parked on the retry list. */
 static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need)
@@ -275,7 +291,9 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         reply_status(m, src, id, PP_ESTALE);
         return 1;
     }
-    if (h->typed) {
+    if (h->type_id == PP__TYPE_UNREGISTERED) {
+        pp__mpi_report(m, "rank %d pinned ref %#llx, whose type is not registered here "
+                       "(pp_mpi_type_register): PP_ENOTSUP", src, (unsigned long long)ref);
         reply_status(m, src, id, PP_ENOTSUP);
         return 1;
     }
@@ -328,16 +346,26 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
     }
     uint32_t version = atomic_load_explicit(&h->version, memory_order_relaxed);
     *s = (serve_t){ .m = m, .h = h, .ref = ref };
-    uint64_t f[PP__WIRE_REPLY_N] = { id, 0, version, h->size, 0, 0 };
+    const void *body = data;
+    size_t len = h->size;
+    if (h->type_id != 0) {
+        rc = pack(m, h, data, &s->packed, &len);
+        if (rc != 0) {
+            served(s, rc);
+            reply_status(m, src, id, rc);
+            return 1;
+        }
+        body = s->packed;
+    }
+    uint64_t f[PP__WIRE_REPLY_N] = { id, 0, version, len, h->type_id, h->size };
     pp__wire_fixed_pack(s->hdr, PP__WIRE_REPLY, f, PP__WIRE_REPLY_N);
-    rc = pp__progress_send(m, src, PP__TAG_REPLY, s->hdr, sizeof s->hdr, data, h->size, 0, served,
-                           s);
+    rc = pp__progress_send(m, src, PP__TAG_REPLY, s->hdr, sizeof s->hdr, body, len, 0, served, s);
     if (rc != 0) {
         served(s, rc);
         return 1;
     }
     atomic_fetch_add_explicit(&m->st.requests_served, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->st.bytes_served, h->size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->st.bytes_served, len, memory_order_relaxed);
     return 1;
 }
 

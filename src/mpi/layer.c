@@ -19,13 +19,14 @@
  * ck_ht is read without a lock while one writer (under the caller's mutex)
  * changes it; when it grows, the old map may still be read by a reader
  * that found it before: ck asks for such frees to be deferred.  The layer
- * keeps those maps until the process's last layer is destroyed (a map is
+ * keeps those maps until the process's last layer (and the last type
+ * registry, which may outlive its layer) is gone (a map is
  * retired only when its table doubles, so they add up to less than the
  * live one). */
 static pthread_mutex_t retired_mu = PTHREAD_MUTEX_INITIALIZER;
 static void **retired;
 static size_t n_retired, cap_retired;
-static unsigned live_layers;
+static unsigned live_layers;          /* layers and type registries (typed.c) */
 
 static void *ht_malloc(size_t n)
 {
@@ -59,6 +60,26 @@ static void ht_free(void *p, size_t n, bool defer)
         cap_retired = cap;
     }
     retired[n_retired++] = p;
+    pthread_mutex_unlock(&retired_mu);
+}
+
+void pp__ht_hold(void)
+{
+    pthread_mutex_lock(&retired_mu);
+    live_layers++;
+    pthread_mutex_unlock(&retired_mu);
+}
+
+void pp__ht_unhold(void)
+{
+    pthread_mutex_lock(&retired_mu);
+    if (--live_layers == 0) {
+        for (size_t i = 0; i < n_retired; i++)
+            free(retired[i]);
+        free(retired);
+        retired = NULL;
+        n_retired = cap_retired = 0;
+    }
     pthread_mutex_unlock(&retired_mu);
 }
 
@@ -201,16 +222,9 @@ static void free_layer(pp_mpi_t *m)
     pthread_mutex_destroy(&m->req_mu);
     pthread_cond_destroy(&m->req_cv);
     pthread_cond_destroy(&m->pub_cv);
+    pp__types_unref(m->types);   /* lives on while typed copies do */
     free(m);
-    pthread_mutex_lock(&retired_mu);
-    if (--live_layers == 0) {
-        for (size_t i = 0; i < n_retired; i++)
-            free(retired[i]);
-        free(retired);
-        retired = NULL;
-        n_retired = cap_retired = 0;
-    }
-    pthread_mutex_unlock(&retired_mu);
+    pp__ht_unhold();
 }
 
 int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out)
@@ -220,9 +234,7 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     pp_mpi_t *m = calloc(1, sizeof *m);
     if (m == NULL)
         return PP_ENOMEM;
-    pthread_mutex_lock(&retired_mu);
-    live_layers++;
-    pthread_mutex_unlock(&retired_mu);
+    pp__ht_hold();
     m->pool = pool;
     m->t = t;
     m->own_transport = own;
@@ -244,7 +256,8 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     m->fin_from = calloc(n, sizeof *m->fin_from);
     m->seen_seq = calloc(n, sizeof *m->seen_seq);
     bool ok = m->cache && m->proxies && m->outbox && m->sent_to && m->recv_from &&
-              m->fin_from && m->seen_seq && pp__ht_init(&m->home);
+              m->fin_from && m->seen_seq && pp__ht_init(&m->home) &&
+              pp__types_create(&m->types) == 0;
     for (size_t r = 0; ok && r < n; r++) {
         ok = pp__ht_init(&m->cache[r]) && pp__ht_init(&m->proxies[r]);
         m->fin_from[r] = UINT64_MAX;
@@ -322,7 +335,7 @@ int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type, unsi
     if (rc != 0)
         return rc;
     pp__home_t *h = NULL;
-    rc = pp__home_add(m, ref, size, type != NULL && type->save != NULL, &h);
+    rc = pp__home_add(m, ref, size, pp__types_id_of(m->types, type), &h);
     if (rc != 0) {
         /* The pool owns data now: dropping the one owner frees it. */
         (void)pp_release(m->pool, ref);

@@ -46,19 +46,25 @@ enum {
     PP__TAG_FIN = 6,       /* destroy: this rank sends nothing more but replies */
 };
 
-/* A cached copy's data: this header, then the home's bytes.  A reply
- * arrives as exactly this layout (the home sends its header, then the
- * entry), so the received buffer becomes the cached entry in place. */
+/* A cached copy's data starts with this header.  A flat copy (an entry
+ * without save/load at home) is this header, then the home's bytes: a
+ * reply arrives as exactly this layout (the home sends its header, then
+ * the entry), so the received buffer becomes the cached entry in place.
+ * A typed copy (typed.c) is the header alone, and obj is what the type's
+ * load made of the packed bytes: the data its pins give. */
 #define PP__COPY_HDR 64u
 #define PP__COPY_MAGIC 0x7070636f70793031ull   /* "ppcopy01" */
 typedef struct pp__copy_hdr {
     uint64_t magic;
     uint64_t home_ref;
     uint64_t local;        /* this copy's ref in the local pool */
-    uint64_t size;         /* the home's bytes that follow */
+    uint64_t size;         /* flat: the home's bytes that follow; typed: the entry's size */
     uint32_t rank;         /* the home */
     uint32_t version;
-    uint64_t pad[3];
+    void *obj;             /* typed: the data load made (NULL until then) */
+    struct pp__types *types;   /* typed: the registry its free goes back to */
+    uint32_t type_id;      /* typed: the registered id; flat: 0 */
+    uint32_t pad;
 } pp__copy_hdr_t;
 _Static_assert(sizeof(pp__copy_hdr_t) == PP__COPY_HDR, "copy header is 64 bytes");
 
@@ -87,7 +93,9 @@ typedef struct pp__home {
     _Atomic uint32_t version;      /* published */
     _Atomic uint32_t rw;
     uint64_t size;                 /* the entry's bytes (fixed at put) */
-    bool typed;                    /* the type has save/load */
+    /* the type has save/load: its registered id (typed.c), or
+     * PP__TYPE_UNREGISTERED; 0: flat, served as its bytes */
+    uint32_t type_id;
     /* under own_mu */
     uint32_t owners;               /* this rank's owners through the layer */
     uint64_t minted;               /* intervals minted so far */
@@ -130,6 +138,8 @@ typedef struct pp__req {
     void *buf;                     /* ARRIVED: header + bytes (the receiver's) */
     size_t len;
     uint32_t version;              /* ARRIVED/DONE: the version it carries */
+    uint32_t type_id;              /* ARRIVED: the type the bytes are packed by, 0: flat */
+    uint64_t size;                 /* ARRIVED: the entry's size at home */
     unsigned waiters;
     bool sent;                     /* the progress thread has sent it */
     struct pp__req *next;
@@ -197,6 +207,8 @@ struct pp_mpi {
     int progress_err;              /* first transport failure */
     uint64_t awaiting;             /* requests and mints sent, not answered yet */
 
+    struct pp__types *types;       /* typed.c: the registered types */
+
     _Atomic int64_t remote_pins;   /* remote pins held (destroy refuses while > 0) */
     struct {
         _Atomic uint64_t misses, hits, requests_served, bytes_fetched, bytes_served,
@@ -217,10 +229,14 @@ bool pp__ht_init(ck_ht_t *ht);
 bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val);
 bool pp__ht_set(ck_ht_t *ht, uint64_t key, uint64_t val);
 bool pp__ht_remove(ck_ht_t *ht, uint64_t key);
+/* A user of the tables' retired maps (a layer, or the type registry that
+ * may outlive it): they are freed when the last user is gone. */
+void pp__ht_hold(void);
+void pp__ht_unhold(void);
 
 /* home.c */
 pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref);
-int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, bool typed, pp__home_t **out);
+int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__home_t **out);
 void pp__home_kill(pp_mpi_t *m, pp__home_t *h);       /* own_mu held */
 int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
 int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
@@ -242,6 +258,20 @@ int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv);
 bool pp__remote_idle(pp_mpi_t *m);     /* no request or mint of this rank in flight */
 void pp__remote_drop_copy(pp_mpi_t *m, uint32_t rank, uint64_t home_ref);
 void pp__remote_destroy(pp_mpi_t *m);
+
+/* typed.c: types registered by id, typed entries packed and unpacked */
+#define PP__TYPE_UNREGISTERED UINT32_MAX
+int pp__types_create(struct pp__types **out);
+void pp__types_unref(struct pp__types *ts);
+/* The id of type, PP__TYPE_UNREGISTERED if it has none; 0: flat. */
+uint32_t pp__types_id_of(const struct pp__types *ts, const pp_type_t *type);
+/* The type registered as id here, or NULL. */
+const pp_type_t *pp__types_get(const struct pp__types *ts, uint32_t id);
+/* Makes req's arrived packed bytes a pinned typed copy: *local, *hdr. */
+int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
+                   pp__copy_hdr_t **hdr);
+/* The header of the typed copy whose data a pin gave, or NULL. */
+const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data);
 
 /* owners.c */
 void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */

@@ -27,6 +27,13 @@ static const pp_type_t copy_type = {
     .flags = PP_TYPE_DISCARD,
 };
 
+/* What a pin of a copy gives: the bytes after the header, or a typed
+ * copy's data. */
+static void *copy_data(const pp__copy_hdr_t *h)
+{
+    return h->type_id != 0 ? h->obj : (unsigned char *)(uintptr_t)h + PP__COPY_HDR;
+}
+
 static int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
 {
     uint64_t local;
@@ -43,7 +50,7 @@ static int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
         return PP_EAGAIN;
     }
     if (data != NULL)
-        *data = (unsigned char *)d + PP__COPY_HDR;
+        *data = copy_data(h);
     if (got != NULL)
         *got = h->version;
     return 0;
@@ -97,26 +104,40 @@ static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
  * data != NULL) -- the caller has claimed req (state INSTALLING).  0;
  * PP_ESTALE: the pool dropped the copy before it could be pinned (fetch
  * again); the errors of pp_put (the buffer is then still req's). */
-static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data, uint32_t *got)
+/* Makes req's arrived bytes a pinned flat copy: *local, *hdr. */
+static int flat_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
+                     pp__copy_hdr_t **hdr)
 {
-    pp_ref_t local;
-    int rc = pp_put(m->pool, req->buf, req->len, &copy_type, put_flags, &local);
+    int rc = pp_put(m->pool, req->buf, req->len, &copy_type, put_flags, local);
     if (rc != 0)
         return rc;
     req->buf = NULL;   /* the pool's now */
     void *d;
-    /* The copy is ours alone until it is in the table: a write through
-     * this read pin races with no reader.  A pin can fail only if the
-     * pool dropped the copy already, to make room. */
-    if (pp_pin(m->pool, local, PP_PIN_NOWAIT, &d) != 0)
+    /* A pin can fail only if the pool dropped the copy already, to make
+     * room. */
+    if (pp_pin(m->pool, *local, PP_PIN_NOWAIT, &d) != 0)
         return PP_ESTALE;
-    pp__copy_hdr_t *h = d;
-    *h = (pp__copy_hdr_t){ .magic = PP__COPY_MAGIC,
-                           .home_ref = req->home_ref,
-                           .local = local,
-                           .size = req->len - PP__COPY_HDR,
-                           .rank = req->rank,
-                           .version = req->version };
+    *hdr = d;
+    memset(d, 0, sizeof(pp__copy_hdr_t));
+    (*hdr)->size = req->len - PP__COPY_HDR;
+    return 0;
+}
+
+static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data, uint32_t *got)
+{
+    pp_ref_t local;
+    pp__copy_hdr_t *h;
+    int rc = req->type_id != 0 ? pp__typed_copy(m, req, put_flags, &local, &h)
+                               : flat_copy(m, req, put_flags, &local, &h);
+    if (rc != 0)
+        return rc;
+    /* The copy is ours alone until it is in the table: a write through
+     * this read pin races with no reader. */
+    h->magic = PP__COPY_MAGIC;
+    h->home_ref = req->home_ref;
+    h->local = local;
+    h->rank = req->rank;
+    h->version = req->version;
     pthread_mutex_lock(&m->own_mu);
     bool cached = false;
     if (pp__owners_held(m, req->rank, req->home_ref)) {
@@ -144,7 +165,7 @@ static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data,
         (void)pp_unpin(m->pool, local);
         return 0;
     }
-    *data = (unsigned char *)d + PP__COPY_HDR;
+    *data = copy_data(h);
     if (got != NULL)
         *got = req->version;
     return 0;
@@ -229,8 +250,9 @@ int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *dat
     (void)flags;
     if (data == NULL)
         return PP_EINVAL;
-    const pp__copy_hdr_t *h =
-        (const pp__copy_hdr_t *)(const void *)((const unsigned char *)data - PP__COPY_HDR);
+    const pp__copy_hdr_t *h = pp__typed_find(m, data);
+    if (h == NULL)
+        h = (const pp__copy_hdr_t *)(const void *)((const unsigned char *)data - PP__COPY_HDR);
     if (h->magic != PP__COPY_MAGIC || h->home_ref != ref.ref || h->rank != ref.rank)
         return PP_EINVAL;
     int rc = pp_unpin(m->pool, h->local);
@@ -335,7 +357,8 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     while (req != NULL && req->id != f[0])
         req = req->next;
     if (req == NULL || req->rank != (uint32_t)src || req->state != PP__REQ_SENT ||
-        (status == 0 && (f[3] != msg->len - hl || f[2] < req->need || f[2] > UINT32_MAX)) ||
+        (status == 0 && (f[3] != msg->len - hl || f[2] < req->need || f[2] > UINT32_MAX ||
+                         f[4] >= PP_MPI_TYPES_MAX || (f[4] == 0 && f[5] != f[3]))) ||
         status > 0 || status < -64) {
         pthread_mutex_unlock(&m->req_mu);
         pp__mpi_report(m, "a reply from rank %d matches no request of this rank: ignored", src);
@@ -343,6 +366,12 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
         return;
     }
     m->awaiting--;
+    if (status == 0 && f[4] != 0 && pp__types_get(m->types, (uint32_t)f[4]) == NULL) {
+        pp__mpi_report(m, "rank %d sent ref %#llx packed by type id %u, which is not "
+                       "registered here (pp_mpi_type_register): PP_ENOTSUP", src,
+                       (unsigned long long)req->home_ref, (unsigned)f[4]);
+        status = PP_ENOTSUP;
+    }
     if (status != 0) {
         finish_req(m, req, status);
         reap(m, req);
@@ -354,6 +383,8 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     req->buf = msg->buf;   /* kept: it becomes the copy */
     req->len = msg->len;
     req->version = (uint32_t)f[2];
+    req->type_id = (uint32_t)f[4];
+    req->size = f[5];
     if (req->waiters != 0) {
         req->state = PP__REQ_ARRIVED;
         pthread_cond_broadcast(&m->req_cv);

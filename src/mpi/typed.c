@@ -1,0 +1,202 @@
+/*
+ * typed.c -- entries whose type has save and load, across ranks.
+ *
+ * Such an entry's bytes are not its data (a struct with pointers, say), so
+ * the home packs it with the type's save (pp_type_pack, on its progress
+ * thread, under the serve's read pin: home.c) and the pinning rank unpacks
+ * it with the type's load (pp_type_unpack, on the thread that installs the
+ * copy).  Both sides know the type by an id the application registers on
+ * every rank that puts or pins such entries.
+ *
+ * A typed copy is an entry of the local pool whose data is a copy header
+ * alone (layer.h, pp__copy_hdr_t), of the registry's DISCARD type; the
+ * header's obj is what load made, and a pin gives obj.  An unpin is given
+ * obj back, so the registry keeps a table obj -> header (a ck_ht read
+ * without a lock, written under the registry's mutex): a typed unpin is
+ * one lookup, a flat one none.  The copy's free (on the local pool's
+ * reclaimer, or at pp_pool_destroy) takes obj out of the table, frees it
+ * with the type's free and drops the copy's reference to the registry, so
+ * the registry lives as long as the layer or its last typed copy,
+ * whichever is later: a copy may be freed after pp_mpi_destroy.
+ */
+#include "layer.h"
+
+#include <stdlib.h>
+
+typedef struct pp__types {
+    _Atomic uint32_t refs;               /* the layer's, and one per typed copy */
+    _Atomic uint32_t nreg;               /* types registered (0: no typed copy can exist) */
+    pthread_mutex_t mu;                  /* registration; writers of by_obj */
+    const pp_type_t *_Atomic reg[PP_MPI_TYPES_MAX];
+    ck_ht_t by_obj;                      /* obj -> its copy's header */
+    pp_type_t copy_type;                 /* the copies' type: DISCARD, free = copy_free */
+} pp__types_t;
+
+static void copy_free(void *data, size_t size, void *ctx);
+
+int pp__types_create(pp__types_t **out)
+{
+    pp__types_t *ts = calloc(1, sizeof *ts);
+    if (ts == NULL)
+        return PP_ENOMEM;
+    pp__ht_hold();
+    if (!pp__ht_init(&ts->by_obj)) {
+        pp__ht_unhold();
+        free(ts);
+        return PP_ENOMEM;
+    }
+    pthread_mutex_init(&ts->mu, NULL);
+    atomic_init(&ts->refs, 1);
+    ts->copy_type = (pp_type_t){ .name = "pinpool-mpi typed copy",
+                                 .free = copy_free,
+                                 .ctx = ts,
+                                 .flags = PP_TYPE_DISCARD };
+    *out = ts;
+    return 0;
+}
+
+static void types_ref(pp__types_t *ts)
+{
+    atomic_fetch_add_explicit(&ts->refs, 1, memory_order_relaxed);
+}
+
+void pp__types_unref(pp__types_t *ts)
+{
+    if (ts == NULL)
+        return;
+    /* acq_rel: every use of the registry by one holder comes before the
+     * last holder's free of it */
+    if (atomic_fetch_sub_explicit(&ts->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    ck_ht_destroy(&ts->by_obj);
+    pthread_mutex_destroy(&ts->mu);
+    free(ts);
+    pp__ht_unhold();
+}
+
+int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
+{
+    if (m == NULL || id == 0 || id >= PP_MPI_TYPES_MAX || type == NULL || type->save == NULL ||
+        type->load == NULL || (type->flags & PP_TYPE_DISCARD))
+        return PP_EINVAL;
+    pp__types_t *ts = m->types;
+    int rc = 0;
+    pthread_mutex_lock(&ts->mu);
+    const pp_type_t *had = atomic_load_explicit(&ts->reg[id], memory_order_relaxed);
+    if (had == NULL) {
+        for (uint32_t i = 1; i < PP_MPI_TYPES_MAX && rc == 0; i++)
+            if (atomic_load_explicit(&ts->reg[i], memory_order_relaxed) == type)
+                rc = PP_EINVAL;   /* already registered under another id */
+        if (rc == 0) {
+            /* release: a thread that finds the type reads it as given */
+            atomic_store_explicit(&ts->reg[id], type, memory_order_release);
+            atomic_fetch_add_explicit(&ts->nreg, 1, memory_order_relaxed);
+        }
+    } else if (had != type) {
+        rc = PP_EINVAL;   /* the id is another type's */
+    }
+    pthread_mutex_unlock(&ts->mu);
+    return rc;
+}
+
+uint32_t pp__types_id_of(const pp__types_t *ts, const pp_type_t *type)
+{
+    if (type == NULL || type->save == NULL)
+        return 0;
+    for (uint32_t i = 1; i < PP_MPI_TYPES_MAX; i++)
+        if (atomic_load_explicit(&ts->reg[i], memory_order_relaxed) == type)
+            return i;
+    return PP__TYPE_UNREGISTERED;
+}
+
+const pp_type_t *pp__types_get(const pp__types_t *ts, uint32_t id)
+{
+    if (id == 0 || id >= PP_MPI_TYPES_MAX)
+        return NULL;
+    /* acquire: pairs with the registration's release */
+    return atomic_load_explicit(&ts->reg[id], memory_order_acquire);
+}
+
+/* The copies' free: the pool calls it once per typed copy, on a reclaimer
+ * (or at pp_pool_destroy), when the copy is dead and unpinned. */
+static void copy_free(void *data, size_t size, void *ctx)
+{
+    pp__types_t *ts = ctx;
+    pp__copy_hdr_t *h = data;
+    if (h->obj != NULL) {
+        /* out of the table before obj's memory can be reused */
+        pthread_mutex_lock(&ts->mu);
+        (void)pp__ht_remove(&ts->by_obj, (uint64_t)(uintptr_t)h->obj);
+        pthread_mutex_unlock(&ts->mu);
+        const pp_type_t *type = pp__types_get(ts, h->type_id);
+        if (type->free != NULL)
+            type->free(h->obj, size, type->ctx);
+        else
+            free(h->obj);
+    }
+    free(h);
+    pp__types_unref(ts);
+}
+
+int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
+                   pp__copy_hdr_t **hdr)
+{
+    pp__types_t *ts = m->types;
+    const pp_type_t *type = pp__types_get(ts, req->type_id);   /* checked at the reply */
+    pp__copy_hdr_t *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return PP_ENOMEM;
+    h->types = ts;
+    h->type_id = req->type_id;
+    h->size = req->size;
+    types_ref(ts);
+    pp_ref_t ref;
+    int rc = pp_put(m->pool, h, (size_t)req->size, &ts->copy_type, put_flags, &ref);
+    if (rc != 0) {
+        free(h);
+        pp__types_unref(ts);
+        return rc;   /* the packed bytes stay req's */
+    }
+    /* From here the pool owns h, and copy_free undoes the rest.  The copy
+     * is ours alone until it is in the cache table: see install. */
+    void *d;
+    if (pp_pin(m->pool, ref, PP_PIN_NOWAIT, &d) != 0)
+        return PP_ESTALE;   /* dropped already, to make room */
+    void *obj = NULL;
+    rc = pp_type_unpack(type, (const unsigned char *)req->buf + PP__COPY_HDR,
+                        req->len - PP__COPY_HDR, (size_t)req->size, &obj);
+    if (rc == 0) {
+        h->obj = obj;
+        pthread_mutex_lock(&ts->mu);
+        bool in = pp__ht_set(&ts->by_obj, (uint64_t)(uintptr_t)obj, (uint64_t)(uintptr_t)h);
+        pthread_mutex_unlock(&ts->mu);
+        rc = in ? 0 : PP_ENOMEM;
+    } else {
+        pp__mpi_report(m, "type %s: load failed for a copy of rank %u's ref %#llx",
+                       type->name != NULL ? type->name : "(unnamed)", req->rank,
+                       (unsigned long long)req->home_ref);
+    }
+    if (rc != 0) {
+        (void)pp_unpin(m->pool, ref);
+        (void)pp_release(m->pool, ref);   /* dies; copy_free frees obj, if any */
+        return rc;
+    }
+    free(req->buf);   /* unpacked: the copy holds what load made */
+    req->buf = NULL;
+    *local = ref;
+    *hdr = h;
+    return 0;
+}
+
+const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data)
+{
+    pp__types_t *ts = m->types;
+    /* relaxed: a typed copy this thread holds a pin of was installed after
+     * its type was registered, and the pin ordered that before us */
+    if (atomic_load_explicit(&ts->nreg, memory_order_relaxed) == 0)
+        return NULL;
+    uint64_t h;
+    if (!pp__ht_get(&ts->by_obj, (uint64_t)(uintptr_t)data, &h))
+        return NULL;
+    return (const pp__copy_hdr_t *)(uintptr_t)h;
+}

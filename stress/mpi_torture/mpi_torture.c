@@ -13,7 +13,10 @@
  *    version it gets is at least the one the thread knows;
  *  - importing a token a second time on the rank holding it is refused;
  *  - at the end (everything released, destroy collective), every entry
- *    was freed exactly once, on its home, and nothing was reported.
+ *    was freed exactly once, on its home, every typed copy exactly once
+ *    by its type, and nothing was reported.
+ * A quarter of the entries are typed (boxes: the contents out of line),
+ * which cross ranks packed by the box type's save and load.
  *
  *   mpi_torture --ranks 3 [options]        ranks as threads (in-process
  *                                          transport: delays, reordering,
@@ -31,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/content.h"   /* mix3 */
+
 opts_t g_opt = { .ranks = 3, .threads = 2, .seconds = 2, .seed = 1, .delay = 4, .dup = 100 };
 atomic_int g_failed;
 
@@ -47,21 +52,13 @@ void failf(int rank, const char *fmt, ...)
 
 /* ---- contents ---------------------------------------------------------- */
 
-static uint64_t mix(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t z = a * 0x9e3779b97f4a7c15ull ^ b * 0xbf58476d1ce4e5b9ull ^ c * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    z *= 0xd6e8feb86659fd93ull;
-    return z ^ (z >> 32);
-}
-
 void content_fill(void *data, size_t size, uint32_t home, uint64_t id, uint32_t version)
 {
     ent_hdr_t *h = data;
     *h = (ent_hdr_t){ ENT_MAGIC, id, home, version };
     uint64_t *w = (uint64_t *)(h + 1);
     size_t n = (size - sizeof *h) / 8;
-    uint64_t s = mix(home, id, version);
+    uint64_t s = mix3(home, id, version);
     for (size_t i = 0; i < n; i++)
         w[i] = s + i * 0x100000001b3ull;
 }
@@ -77,7 +74,7 @@ const char *content_check(const void *data, size_t size, uint32_t home, uint64_t
         return "header names another version than the pin reported";
     const uint64_t *w = (const uint64_t *)(h + 1);
     size_t n = (size - sizeof *h) / 8;
-    uint64_t s = mix(home, id, version);
+    uint64_t s = mix3(home, id, version);
     for (size_t i = 0; i < n; i++)
         if (w[i] != s + i * 0x100000001b3ull)
             return "bytes of another version (a torn or stale copy)";
@@ -99,6 +96,63 @@ static void ent_free(void *data, size_t size, void *ctx)
     free(data);
 }
 
+/* ---- the box type: typed entries ------------------------------------------ */
+
+static int box_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
+{
+    rank_t *R = ctx;
+    const box_t *b = data;
+    if (b->magic != BOX_MAGIC || b->size != size) {
+        failf(R->rank, "save of a box that is not one (or of another size)");
+        return -1;
+    }
+    int rc = pp_write(w, b, sizeof *b);   /* the pointer inside is rewritten by load */
+    if (rc == 0)
+        rc = pp_write(w, b->bytes, b->size);
+    return rc;
+}
+
+static int box_load(void **data, size_t size, pp_reader_t *r, void *ctx)
+{
+    rank_t *R = ctx;
+    box_t *b = malloc(sizeof *b);
+    if (b == NULL || pp_read(r, b, sizeof *b) != 0 || b->magic != BOX_MAGIC ||
+        b->size != size || pp_read_left(r) != size) {
+        failf(R->rank, "load of a box: what save wrote is not a box of %zu bytes", size);
+        free(b);
+        return -1;
+    }
+    b->bytes = malloc(size);
+    if (b->bytes == NULL || pp_read(r, b->bytes, size) != 0) {
+        failf(R->rank, "load of a box: no memory, or short");
+        free(b->bytes);
+        free(b);
+        return -1;
+    }
+    if (b->home != (uint32_t)R->rank)
+        atomic_fetch_add(&R->copy_loads, 1);
+    *data = b;
+    return 0;
+}
+
+/* A box of this rank (its home entry) counts as the entry's free; a box of
+ * another rank is a copy this rank's load made. */
+static void box_free(void *data, size_t size, void *ctx)
+{
+    rank_t *R = ctx;
+    box_t *b = data;
+    if (b->magic != BOX_MAGIC || b->size != size || b->home >= (uint32_t)R->size ||
+        b->id >= MAX_IDS) {
+        failf(R->rank, "free of a box that is not one");
+    } else if (b->home == (uint32_t)R->rank) {
+        atomic_fetch_add(&R->frees[b->id], 1);
+    } else {
+        atomic_fetch_add(&R->copy_frees, 1);
+    }
+    free(b->bytes);
+    free(b);
+}
+
 /* ---- a rank -------------------------------------------------------------- */
 
 static void rank_report(const char *line, void *ctx)
@@ -115,6 +169,8 @@ int rank_setup(rank_t *R, int rank, int size)
     R->frees = calloc(MAX_IDS, sizeof *R->frees);
     R->put_ids = 0;
     R->type = (pp_type_t){ .name = "torture entry", .free = ent_free, .ctx = R };
+    R->box_type = (pp_type_t){ .name = "torture box", .free = box_free, .save = box_save,
+                               .load = box_load, .ctx = R };
     pp_options_t opt = PP_OPTIONS_INIT;
     opt.report = rank_report;
     opt.report_ctx = R;
@@ -124,6 +180,13 @@ int rank_setup(rank_t *R, int rank, int size)
     if (rc != 0)
         fprintf(stderr, "rank %d: pp_pool_create: %s\n", rank, pp_strerror(rc));
     return rc;
+}
+
+void rank_register(rank_t *R)
+{
+    int rc = pp_mpi_type_register(R->m, BOX_TYPE_ID, &R->box_type);
+    if (rc != 0)
+        failf(R->rank, "pp_mpi_type_register: %s", pp_err_name(rc));
 }
 
 /* After the layer's destroy, before the pool's: nothing is left alive
@@ -136,6 +199,10 @@ void rank_check_empty(rank_t *R)
         failf(R->rank, "drain: %s", pp_err_name(rc));
         return;
     }
+    uint64_t loads = atomic_load(&R->copy_loads), frees = atomic_load(&R->copy_frees);
+    if (loads != frees)
+        failf(R->rank, "%llu typed copies made here, %llu freed by their type",
+              (unsigned long long)loads, (unsigned long long)frees);
     if (st.total.entries != 0)
         failf(R->rank, "%llu entries still alive after destroy (puts %llu, frees %llu)",
               (unsigned long long)st.total.entries, (unsigned long long)st.total.puts,
@@ -158,13 +225,14 @@ void rank_summary(rank_t *R, pp_mpi_stats_t *st)
 {
     printf("rank %d: %llu puts, %llu pins (%llu remote: %llu misses, %llu hits), %llu writes, "
            "%llu tokens sent, %llu imported; weight: %llu records in %llu messages; "
-           "%llu bytes fetched\n",
+           "%llu bytes fetched; %llu typed copies\n",
            R->rank, (unsigned long long)R->n.puts, (unsigned long long)R->n.pins,
            (unsigned long long)(st->misses + st->hits), (unsigned long long)st->misses,
            (unsigned long long)st->hits, (unsigned long long)R->n.writes,
            (unsigned long long)R->n.sent, (unsigned long long)R->n.imported,
            (unsigned long long)st->weight_records, (unsigned long long)st->weight_messages,
-           (unsigned long long)st->bytes_fetched);
+           (unsigned long long)st->bytes_fetched,
+           (unsigned long long)atomic_load(&R->copy_loads));
 }
 
 static void usage(void)

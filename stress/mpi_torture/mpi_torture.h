@@ -19,6 +19,8 @@
 #define MAX_IDS     (1u << 20)   /* entries one rank may put in a run */
 #define MAX_OWNED   48           /* owners one worker holds at once */
 #define ENT_MAGIC   0x746f727475726531ull
+#define BOX_MAGIC   0x746f72626f783031ull
+#define BOX_TYPE_ID 1u           /* the box type's id on every rank */
 
 typedef struct opts {
     bool mpi;
@@ -40,10 +42,31 @@ typedef struct ent_hdr {
     uint32_t version;
 } ent_hdr_t;
 
+/* A typed entry (a box): its contents live out of line, so its bytes are
+ * not its data and it crosses ranks packed by the box type's save and
+ * unpacked by its load.  bytes holds exactly what a flat entry of the
+ * same home, id, version and size holds. */
+typedef struct boxed {
+    uint64_t magic;
+    uint32_t home;
+    uint32_t pad;
+    uint64_t id;
+    uint64_t size;               /* of bytes: the entry's size */
+    unsigned char *bytes;
+} box_t;
+
+/* The contents a pin of an entry gives: a box's bytes, or the data. */
+static inline const void *ent_bytes(const void *data, bool typed)
+{
+    return typed ? ((const box_t *)data)->bytes : data;
+}
+
 /* A token on its way to another rank, in the program's own message. */
 typedef struct tmsg {
     uint32_t kind;               /* TMSG_TOKEN, TMSG_DONE */
     uint32_t version;            /* the sender's known version */
+    uint32_t typed;              /* a box */
+    uint32_t pad;
     uint64_t size;               /* the entry's bytes */
     uint64_t id;
     pp_mpi_token_t token;
@@ -60,8 +83,9 @@ typedef struct rank {
     pp_pool_t *pool;
     pp_mpi_t *m;
     chan_t *ch;
-    pp_type_t type;
+    pp_type_t type, box_type;
     _Atomic unsigned *frees;     /* [MAX_IDS] */
+    atomic_uint_fast64_t copy_loads, copy_frees;   /* boxes of other ranks: copies */
     atomic_uint_fast64_t put_ids;
     atomic_int reports;
     atomic_int dones;            /* DONE messages in (a worker may take one) */
@@ -75,6 +99,8 @@ void content_fill(void *data, size_t size, uint32_t home, uint64_t id, uint32_t 
 const char *content_check(const void *data, size_t size, uint32_t home, uint64_t id,
                           uint32_t version);
 int rank_setup(rank_t *R, int rank, int size);
+/* Once the layer exists: registers the box type. */
+void rank_register(rank_t *R);
 void rank_check_empty(rank_t *R);
 void rank_final_checks(rank_t *R);
 void rank_summary(rank_t *R, pp_mpi_stats_t *st);

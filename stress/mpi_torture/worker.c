@@ -16,11 +16,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/content.h"   /* splitmix64 */
+
 typedef struct owned {
     pp_gref_t g;
     uint64_t id, size;
     uint32_t known;              /* the newest version this worker saw */
     bool creator;
+    bool typed;                  /* a box */
 } owned_t;
 
 typedef struct worker {
@@ -32,13 +35,7 @@ typedef struct worker {
     uint64_t puts, pins, writes, sent, imported;
 } worker_t;
 
-static uint64_t rnd(worker_t *w)
-{
-    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(worker_t *w) { return splitmix64(&w->rng); }
 
 static double now_s(void)
 {
@@ -80,7 +77,8 @@ static void pin_check(worker_t *w, owned_t *o, unsigned flags)
         return;
     }
     const char *bad = got < o->known ? "an older version than asked"
-                                     : content_check(d, o->size, g.rank, o->id, got);
+                                     : content_check(ent_bytes(d, o->typed), o->size, g.rank,
+                                                     o->id, got);
     if (bad != NULL)
         failf(R->rank, "pin of ref %#llx (home %u, id %llu, asked v%u, got v%u): %s",
               (unsigned long long)g.ref, g.rank, (unsigned long long)o->id, g.version, got, bad);
@@ -98,20 +96,30 @@ static void op_put(worker_t *w)
     if (id >= MAX_IDS)
         return;
     size_t size = sizeof(ent_hdr_t) + 8 * (1 + rnd(w) % (rnd(w) % 4 == 0 ? 16384 : 512));
+    bool typed = rnd(w) % 4 == 0;
     void *buf = malloc(size);
     content_fill(buf, size, (uint32_t)R->rank, id, 1);
+    void *data = buf;
+    if (typed) {
+        box_t *b = malloc(sizeof *b);
+        *b = (box_t){ BOX_MAGIC, (uint32_t)R->rank, 0, id, size, buf };
+        data = b;
+    }
     pp_gref_t g;
-    /* With swap, entries are flat buffers (a type with its own free and no
-     * save/load is never evicted, and the layer serves only flat entries
-     * remotely); their frees are then checked in sum (rank_final_checks). */
-    int rc = pp_mpi_put(R->m, buf, size, g_opt.swap ? NULL : &R->type, 0, &g);
+    /* With swap, flat entries have no type (a type with its own free and
+     * no save/load is never evicted); boxes always have theirs.  Frees are
+     * then checked in sum (rank_final_checks): an eviction frees too. */
+    const pp_type_t *type = typed ? &R->box_type : g_opt.swap ? NULL : &R->type;
+    int rc = pp_mpi_put(R->m, data, size, type, 0, &g);
     if (rc != 0) {
         failf(R->rank, "put: %s", pp_err_name(rc));
         free(buf);
+        if (typed)
+            free(data);
         atomic_fetch_add(&R->frees[id], 1);   /* never in the pool: counts as its free */
         return;
     }
-    w->own[w->n++] = (owned_t){ g, id, size, 1, true };
+    w->own[w->n++] = (owned_t){ g, id, size, 1, true, typed };
     w->puts++;
 }
 
@@ -125,10 +133,11 @@ static void op_write(worker_t *w, owned_t *o)
         failf(R->rank, "write pin of id %llu: %s", (unsigned long long)o->id, pp_err_name(rc));
         return;
     }
-    const char *bad = content_check(d, o->size, o->g.rank, o->id, got);
+    void *bytes = (void *)(uintptr_t)ent_bytes(d, o->typed);
+    const char *bad = content_check(bytes, o->size, o->g.rank, o->id, got);
     if (bad != NULL)
         failf(R->rank, "write pin of id %llu (v%u): %s", (unsigned long long)o->id, got, bad);
-    content_fill(d, o->size, o->g.rank, o->id, got + 1);
+    content_fill(bytes, o->size, o->g.rank, o->id, got + 1);
     rc = pp_mpi_unpin(R->m, o->g, PP_PIN_WRITE, d);
     if (rc != 0)
         failf(R->rank, "write unpin: %s", pp_err_name(rc));
@@ -150,7 +159,7 @@ static void op_send(worker_t *w, int i)
     }
     int dst = (int)(rnd(w) % (uint64_t)(R->size - 1));
     dst += dst >= R->rank;
-    tmsg_t m = { TMSG_TOKEN, o->known, o->size, o->id, t };
+    tmsg_t m = { TMSG_TOKEN, o->known, o->typed, 0, o->size, o->id, t };
     if (rnd(w) % 8 == 0) {
         /* a token that is never imported: dropped, its weight goes home */
         rc = pp_mpi_token_drop(R->m, &t);
@@ -182,7 +191,7 @@ static void op_receive(worker_t *w)
         }
         if (rnd(w) % 16 == 0 && pp_mpi_import(R->m, &m.token, &g) != PP_EINVAL)
             failf(R->rank, "a token imported twice was not refused");
-        owned_t o = { g, m.id, m.size, m.version, false };
+        owned_t o = { g, m.id, m.size, m.version, false, m.typed != 0 };
         /* the token's version, or older: a pin still gets at least it */
         w->own[w->n++] = o;
         w->imported++;
@@ -214,7 +223,8 @@ static void op_pin_many(worker_t *w)
     }
     for (int j = 0; j < k; j++) {
         owned_t *o = &w->own[idx[j]];
-        const char *bad = content_check(d[j], o->size, g[j].rank, o->id, got[j]);
+        const char *bad =
+            content_check(ent_bytes(d[j], o->typed), o->size, g[j].rank, o->id, got[j]);
         if (bad != NULL || got[j] < g[j].version)
             failf(R->rank, "pin_many id %llu v%u: %s", (unsigned long long)o->id, got[j],
                   bad ? bad : "older than asked");

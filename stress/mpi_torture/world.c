@@ -85,6 +85,7 @@ int chan_recv(chan_t *ch, int rank, tmsg_t *m, int *src)
 /* One rank's life once its pool and layer exist. */
 static void rank_life(rank_t *R)
 {
+    rank_register(R);
     rank_run(R);
     pp_mpi_stats_t st;
     pp_mpi_stats(R->m, &st);

@@ -6,6 +6,7 @@
  *   home.c      the home side: records, write pins, versions, serving
  *   remote.c    the remote side: the cache of copies, requests, remote pins
  *   progress.c  the progress thread: messages in and out
+ *   perthread.c each thread's hints and counters (perthread.h)
  *
  * Who touches what (docs/mpi.md, "Inside the layer"):
  *  - the progress thread alone calls the transport;
@@ -31,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "perthread.h"
 #include "pinpool_mpi.h"
 #include "transport.h"
 #include "wire.h"
@@ -197,12 +199,42 @@ struct pp_mpi {
     int progress_err;              /* first transport failure */
     uint64_t awaiting;             /* requests and mints sent, not answered yet */
 
-    _Atomic int64_t remote_pins;   /* remote pins held (destroy refuses while > 0) */
+    /* Remote pins held (destroy refuses while > 0) and hits: the sums of
+     * the threads' blocks (perthread.h), plus what was counted here by a
+     * thread that had no memory for a block. */
+    uint64_t id;                   /* unique in the process, never 0 (perthread.h) */
+    pthread_mutex_t thr_mu;        /* the list of blocks */
+    pp__thr_t *thr;
+    _Atomic int64_t spill_pins;
+    _Atomic uint64_t spill_hits;
     struct {
-        _Atomic uint64_t misses, hits, requests_served, bytes_fetched, bytes_served,
+        _Atomic uint64_t misses, requests_served, bytes_fetched, bytes_served,
             weight_messages, refused_returns, refused_imports, weight_records;
     } st;
 };
+
+/* Counts hits and remote pins (pins < 0: unpins) for the calling thread:
+ * on its own block, a relaxed load and store each (it is the block's only
+ * writer: no read-modify-write, no shared line); the block is found
+ * through the thread's cache keyed by m->id, or made once (perthread.c). */
+static inline void pp__thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
+{
+    pp__tls_t *t = pp__tls;
+    pp__thr_t *b = __builtin_expect(t != NULL && t->layer[0] == m->id, 1) ? t->thr[0]
+                                                                          : pp__thr_slow(m);
+    if (__builtin_expect(b == NULL, 0)) {
+        /* no memory for a block: shared counters, off the hot path */
+        atomic_fetch_add_explicit(&m->spill_hits, hits, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->spill_pins, pins, memory_order_relaxed);
+        return;
+    }
+    if (hits != 0)
+        atomic_store_explicit(&b->hits,
+                              atomic_load_explicit(&b->hits, memory_order_relaxed) + hits,
+                              memory_order_relaxed);
+    atomic_store_explicit(&b->pins, atomic_load_explicit(&b->pins, memory_order_relaxed) + pins,
+                          memory_order_relaxed);
+}
 
 /* layer.c */
 void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)

@@ -17,12 +17,14 @@ set(PINPOOL_MPI_SOURCES
     src/mpi/owners.c
     src/mpi/remote.c
     src/mpi/typed.c
+    src/mpi/perthread.c
     src/mpi/progress.c
     src/mpi/wset.c
     src/mpi/wire.c
     src/mpi/transport_mpi.c)
 set(PINPOOL_MPI_HEADERS
     src/mpi/layer.h
+    src/mpi/perthread.h
     src/mpi/wset.h
     src/mpi/wire.h
     src/mpi/transport.h

@@ -215,6 +215,8 @@ static void free_layer(pp_mpi_t *m)
     free(m->recv_from);
     free(m->fin_from);
     free(m->seen_seq);
+    pp__thr_free(m);
+    pthread_mutex_destroy(&m->thr_mu);
     pthread_mutex_destroy(&m->cmd_mu);
     pthread_mutex_destroy(&m->home_mu);
     pthread_mutex_destroy(&m->own_mu);
@@ -240,6 +242,8 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     m->own_transport = own;
     m->rank = t->rank;
     m->size = t->size;
+    m->id = pp__layer_id_new();
+    pthread_mutex_init(&m->thr_mu, NULL);
     pthread_mutex_init(&m->cmd_mu, NULL);
     pthread_mutex_init(&m->home_mu, NULL);
     pthread_mutex_init(&m->own_mu, NULL);
@@ -304,7 +308,10 @@ int pp_mpi_destroy(pp_mpi_t *m)
 {
     if (m == NULL)
         return PP_EINVAL;
-    if (atomic_load_explicit(&m->remote_pins, memory_order_relaxed) > 0)
+    uint64_t hits;
+    int64_t pins;
+    pp__thr_sum(m, &hits, &pins);   /* every thread's pins and unpins */
+    if (pins > 0)
         return PP_EBUSY;
     /* Owners this rank still holds of other ranks' entries are reported
      * and their weight goes home, before the FIN that says nothing more
@@ -354,7 +361,6 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
 #define PP__LD(f) atomic_load_explicit(&m->st.f, memory_order_acquire)
     *out = (pp_mpi_stats_t){
         .misses = PP__LD(misses),
-        .hits = PP__LD(hits),
         .requests_served = PP__LD(requests_served),
         .bytes_fetched = PP__LD(bytes_fetched),
         .bytes_served = PP__LD(bytes_served),
@@ -364,6 +370,8 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
         .refused_imports = PP__LD(refused_imports),
     };
 #undef PP__LD
+    int64_t pins;
+    pp__thr_sum(m, &out->hits, &pins);   /* the threads' blocks */
     return 0;
 }
 

@@ -6,6 +6,7 @@
  *   home.c      the home side: records, write pins, versions, serving
  *   remote.c    the remote side: the cache of copies, requests, remote pins
  *   progress.c  the progress thread: messages in and out
+ *   perthread.c each thread's hints and counters (perthread.h)
  *
  * Who touches what (docs/mpi.md, "Inside the layer"):
  *  - the progress thread alone calls the transport;
@@ -31,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "perthread.h"
 #include "pinpool_mpi.h"
 #include "transport.h"
 #include "wire.h"
@@ -57,7 +59,10 @@ enum {
 typedef struct pp__copy_hdr {
     uint64_t magic;
     uint64_t home_ref;
-    uint64_t local;        /* this copy's ref in the local pool */
+    /* this copy's ref in the local pool: stored (release) once the put
+     * made it, the one field written after the put, which publishes the
+     * others to every pin; read (acquire) by the unpin */
+    _Atomic uint64_t local;
     uint64_t size;         /* flat: the home's bytes that follow; typed: the entry's size */
     uint32_t rank;         /* the home */
     uint32_t version;
@@ -67,6 +72,8 @@ typedef struct pp__copy_hdr {
     uint32_t pad;
 } pp__copy_hdr_t;
 _Static_assert(sizeof(pp__copy_hdr_t) == PP__COPY_HDR, "copy header is 64 bytes");
+
+struct pp__req;
 
 /* ---- commands: application threads -> the progress thread ------------ */
 enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL };
@@ -209,12 +216,42 @@ struct pp_mpi {
 
     struct pp__types *types;       /* typed.c: the registered types */
 
-    _Atomic int64_t remote_pins;   /* remote pins held (destroy refuses while > 0) */
+    /* Remote pins held (destroy refuses while > 0) and hits: the sums of
+     * the threads' blocks (perthread.h), plus what was counted here by a
+     * thread that had no memory for a block. */
+    uint64_t id;                   /* unique in the process, never 0 (perthread.h) */
+    pthread_mutex_t thr_mu;        /* the list of blocks */
+    pp__thr_t *thr;
+    _Atomic int64_t spill_pins;
+    _Atomic uint64_t spill_hits;
     struct {
-        _Atomic uint64_t misses, hits, requests_served, bytes_fetched, bytes_served,
+        _Atomic uint64_t misses, requests_served, bytes_fetched, bytes_served,
             weight_messages, refused_returns, refused_imports, weight_records;
     } st;
 };
+
+/* Counts hits and remote pins (pins < 0: unpins) for the calling thread:
+ * on its own block, a relaxed load and store each (it is the block's only
+ * writer: no read-modify-write, no shared line); the block is found
+ * through the thread's cache keyed by m->id, or made once (perthread.c). */
+static inline void pp__thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
+{
+    pp__tls_t *t = pp__tls;
+    pp__thr_t *b = __builtin_expect(t != NULL && t->layer[0] == m->id, 1) ? t->thr[0]
+                                                                          : pp__thr_slow(m);
+    if (__builtin_expect(b == NULL, 0)) {
+        /* no memory for a block: shared counters, off the hot path */
+        atomic_fetch_add_explicit(&m->spill_hits, hits, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->spill_pins, pins, memory_order_relaxed);
+        return;
+    }
+    if (hits != 0)
+        atomic_store_explicit(&b->hits,
+                              atomic_load_explicit(&b->hits, memory_order_relaxed) + hits,
+                              memory_order_relaxed);
+    atomic_store_explicit(&b->pins, atomic_load_explicit(&b->pins, memory_order_relaxed) + pins,
+                          memory_order_relaxed);
+}
 
 /* layer.c */
 void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
@@ -267,6 +304,8 @@ void pp__types_unref(struct pp__types *ts);
 uint32_t pp__types_id_of(const struct pp__types *ts, const pp_type_t *type);
 /* The type registered as id here, or NULL. */
 const pp_type_t *pp__types_get(const struct pp__types *ts, uint32_t id);
+/* A copy's header for req's reply (all but local), before its put. */
+void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size);
 /* Makes req's arrived packed bytes a pinned typed copy: *local, *hdr. */
 int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
                    pp__copy_hdr_t **hdr);

@@ -4,14 +4,26 @@
  * ordinary entries of the local pool.
  *
  * The cache is one ck_ht per home rank, home ref -> the local ref of the
- * newest copy, read without a lock.  A hit is that lookup and a pp_pin of
- * the copy, whose header (layer.h, pp__copy_hdr_t) is then checked: it
- * names the home, the ref and the version the copy holds, so a value read
- * from the table while a writer replaced it can never be taken for another
- * ref's copy, and a copy the pool dropped is refused by pp_pin itself
- * (PP_ESTALE).  A miss makes a request (or joins one already made for the
- * same ref and at least the same version), which the progress thread
- * sends; the reply's buffer becomes the copy in place.  A copy is kept in
+ * newest copy, read without a lock.  A hit is a pp_pin of the copy, whose
+ * header (layer.h, pp__copy_hdr_t) is then checked (pin_copy): it names the
+ * home, the ref and the version the copy holds, so a value read from the
+ * table while a writer replaced it can never be taken for another ref's
+ * copy, and a copy the pool dropped is refused by pp_pin itself
+ * (PP_ESTALE).  The local ref comes first from the thread's hint for the
+ * ref (perthread.h), else from the table, whose answer becomes the hint.
+ * A stale hint is as safe as a stale table read: a copy that left the
+ * table is released at once and pins no more (a dead entry takes no new
+ * pin, even while others hold it); before that release it is still a
+ * whole snapshot of a version at least the one the pin needs, checked, so
+ * returning it is what a table read a moment earlier would have returned.
+ * A failed try clears the hint, so a thread never goes back to an older
+ * copy than the table's.  Hits and the remote pins held are counted per
+ * thread (pp__thr_count): the hit path and the unpin take no lock, make
+ * no shared write and no system call, and allocate nothing (but a
+ * thread's first pin through a layer, which makes its state).  A miss
+ * makes a request (or joins one already made for the same ref and at
+ * least the same version), which the progress thread sends; the reply's
+ * buffer becomes the copy in place.  A copy is kept in
  * the cache only while this rank owns the ref (owners.c drops it with the
  * last owner); a pin of a ref not owned here still works, with a copy
  * that dies when it is unpinned.
@@ -34,11 +46,11 @@ static void *copy_data(const pp__copy_hdr_t *h)
     return h->type_id != 0 ? h->obj : (unsigned char *)(uintptr_t)h + PP__COPY_HDR;
 }
 
-static int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
+/* Pins the copy named by local if it is a copy of ref, of at least the
+ * version the pin needs: 0, or PP_EAGAIN (no pin kept). */
+static inline int pin_copy(pp_mpi_t *m, pp_gref_t ref, uint64_t local, void **data,
+                           uint32_t *got)
 {
-    uint64_t local;
-    if (!pp__ht_get(&m->cache[ref.rank], ref.ref, &local))
-        return PP_EAGAIN;
     void *d;
     if (pp_pin(m->pool, local, PP_PIN_NOWAIT, &d) != 0)
         return PP_EAGAIN;   /* dropped by eviction, or replaced and freed */
@@ -53,6 +65,28 @@ static int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
         *data = copy_data(h);
     if (got != NULL)
         *got = h->version;
+    return 0;
+}
+
+/* A hit: the thread's hint first, then the cache table, whose answer
+ * becomes the hint.  Either answer is only a guess that pin_copy checks. */
+static inline int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
+{
+    pp__tls_t *t = pp__tls_get();
+    pp__hint_t *s = t != NULL ? pp__hint_slot(t, ref.rank, ref.ref) : NULL;
+    bool mine = s != NULL && s->layer == m->id && s->home_ref == ref.ref && s->rank == ref.rank;
+    if (mine && pin_copy(m, ref, s->local, data, got) == 0)
+        return 0;
+    uint64_t local;
+    if (!pp__ht_get(&m->cache[ref.rank], ref.ref, &local) ||
+        pin_copy(m, ref, local, data, got) != 0) {
+        if (mine)
+            s->layer = 0;   /* a later pin goes to the table, never to an older copy */
+        return PP_EAGAIN;
+    }
+    if (s != NULL)
+        *s = (pp__hint_t){ .layer = m->id, .home_ref = ref.ref, .local = local,
+                           .rank = ref.rank };
     return 0;
 }
 
@@ -100,29 +134,43 @@ static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
     return req;
 }
 
-/* Makes the arrived reply of req a copy in the local pool and pins it (if
- * data != NULL) -- the caller has claimed req (state INSTALLING).  0;
- * PP_ESTALE: the pool dropped the copy before it could be pinned (fetch
- * again); the errors of pp_put (the buffer is then still req's). */
-/* Makes req's arrived bytes a pinned flat copy: *local, *hdr. */
+void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = PP__COPY_MAGIC;
+    h->home_ref = req->home_ref;
+    h->size = size;
+    h->rank = req->rank;
+    h->version = req->version;
+}
+
+/* Makes req's arrived bytes a pinned flat copy: *local, *hdr.  The header
+ * is written before the put, which publishes it to every pin. */
 static int flat_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
                      pp__copy_hdr_t **hdr)
 {
+    pp__copy_hdr_t *h = req->buf;
+    pp__copy_hdr_fill(h, req, req->len - PP__COPY_HDR);
     int rc = pp_put(m->pool, req->buf, req->len, &copy_type, put_flags, local);
     if (rc != 0)
         return rc;
     req->buf = NULL;   /* the pool's now */
+    /* release: pairs with the unpin's acquire load */
+    atomic_store_explicit(&h->local, *local, memory_order_release);
     void *d;
     /* A pin can fail only if the pool dropped the copy already, to make
      * room. */
     if (pp_pin(m->pool, *local, PP_PIN_NOWAIT, &d) != 0)
         return PP_ESTALE;
-    *hdr = d;
-    memset(d, 0, sizeof(pp__copy_hdr_t));
-    (*hdr)->size = req->len - PP__COPY_HDR;
+    *hdr = h;
     return 0;
 }
 
+/* Makes the arrived reply of req a copy in the local pool and pins it (if
+ * data != NULL) -- the caller has claimed req (state INSTALLING).  0;
+ * PP_ESTALE: the pool dropped the copy before it could be pinned (fetch
+ * again); PP_EIO: a typed copy's load failed; the errors of pp_put (the
+ * bytes are then still req's). */
 static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data, uint32_t *got)
 {
     pp_ref_t local;
@@ -131,13 +179,6 @@ static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data,
                                : flat_copy(m, req, put_flags, &local, &h);
     if (rc != 0)
         return rc;
-    /* The copy is ours alone until it is in the table: a write through
-     * this read pin races with no reader. */
-    h->magic = PP__COPY_MAGIC;
-    h->home_ref = req->home_ref;
-    h->local = local;
-    h->rank = req->rank;
-    h->version = req->version;
     pthread_mutex_lock(&m->own_mu);
     bool cached = false;
     if (pp__owners_held(m, req->rank, req->home_ref)) {
@@ -194,8 +235,7 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
 {
     for (;;) {
         if (try_hit(m, ref, data, got) == 0) {
-            atomic_fetch_add_explicit(&m->st.hits, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&m->remote_pins, 1, memory_order_relaxed);
+            pp__thr_count(m, 1, 1);
             return 0;
         }
         pthread_mutex_lock(&m->req_mu);
@@ -237,7 +277,7 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
         reap(m, req);
         pthread_mutex_unlock(&m->req_mu);
         if (mine) {
-            atomic_fetch_add_explicit(&m->remote_pins, 1, memory_order_relaxed);
+            pp__thr_count(m, 0, 1);
             return 0;
         }
         if (!again)
@@ -255,17 +295,20 @@ int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *dat
         h = (const pp__copy_hdr_t *)(const void *)((const unsigned char *)data - PP__COPY_HDR);
     if (h->magic != PP__COPY_MAGIC || h->home_ref != ref.ref || h->rank != ref.rank)
         return PP_EINVAL;
-    int rc = pp_unpin(m->pool, h->local);
+    /* acquire: pairs with the release store after the copy's put */
+    int rc = pp_unpin(m->pool, atomic_load_explicit(&h->local, memory_order_acquire));
     if (rc == 0)
-        atomic_fetch_sub_explicit(&m->remote_pins, 1, memory_order_relaxed);
+        pp__thr_count(m, 0, -1);
     return rc;
 }
 
 int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref)
 {
     void *d;
-    if (try_hit(m, ref, &d, NULL) == 0)
+    if (try_hit(m, ref, &d, NULL) == 0) {
+        pp__thr_count(m, 0, 1);   /* the pin its unpin drops */
         return pp__remote_unpin(m, ref, 0, d);
+    }
     pthread_mutex_lock(&m->req_mu);
     bool made;
     pp__req_t *req = start_req(m, ref, &made);

@@ -143,43 +143,49 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
 {
     pp__types_t *ts = m->types;
     const pp_type_t *type = pp__types_get(ts, req->type_id);   /* checked at the reply */
-    pp__copy_hdr_t *h = calloc(1, sizeof *h);
+    pp__copy_hdr_t *h = malloc(sizeof *h);
     if (h == NULL)
         return PP_ENOMEM;
+    /* Everything but local is written before the put, which publishes it
+     * to every pin of the copy. */
+    pp__copy_hdr_fill(h, req, req->size);
     h->types = ts;
     h->type_id = req->type_id;
-    h->size = req->size;
-    types_ref(ts);
-    pp_ref_t ref;
-    int rc = pp_put(m->pool, h, (size_t)req->size, &ts->copy_type, put_flags, &ref);
+    int rc = pp_type_unpack(type, (const unsigned char *)req->buf + PP__COPY_HDR,
+                            req->len - PP__COPY_HDR, (size_t)req->size, &h->obj);
     if (rc != 0) {
-        free(h);
-        pp__types_unref(ts);
-        return rc;   /* the packed bytes stay req's */
-    }
-    /* From here the pool owns h, and copy_free undoes the rest.  The copy
-     * is ours alone until it is in the cache table: see install. */
-    void *d;
-    if (pp_pin(m->pool, ref, PP_PIN_NOWAIT, &d) != 0)
-        return PP_ESTALE;   /* dropped already, to make room */
-    void *obj = NULL;
-    rc = pp_type_unpack(type, (const unsigned char *)req->buf + PP__COPY_HDR,
-                        req->len - PP__COPY_HDR, (size_t)req->size, &obj);
-    if (rc == 0) {
-        h->obj = obj;
-        pthread_mutex_lock(&ts->mu);
-        bool in = pp__ht_set(&ts->by_obj, (uint64_t)(uintptr_t)obj, (uint64_t)(uintptr_t)h);
-        pthread_mutex_unlock(&ts->mu);
-        rc = in ? 0 : PP_ENOMEM;
-    } else {
         pp__mpi_report(m, "type %s: load failed for a copy of rank %u's ref %#llx",
                        type->name != NULL ? type->name : "(unnamed)", req->rank,
                        (unsigned long long)req->home_ref);
-    }
-    if (rc != 0) {
-        (void)pp_unpin(m->pool, ref);
-        (void)pp_release(m->pool, ref);   /* dies; copy_free frees obj, if any */
+        free(h);
         return rc;
+    }
+    types_ref(ts);
+    pp_ref_t ref;
+    rc = pp_put(m->pool, h, (size_t)req->size, &ts->copy_type, put_flags, &ref);
+    if (rc != 0) {
+        /* no room now: the packed bytes stay req's, for the next try */
+        if (type->free != NULL)
+            type->free(h->obj, (size_t)req->size, type->ctx);
+        else
+            free(h->obj);
+        free(h);
+        pp__types_unref(ts);
+        return rc;
+    }
+    /* From here the pool owns h, and copy_free undoes the rest. */
+    /* release: pairs with the unpin's acquire load */
+    atomic_store_explicit(&h->local, ref, memory_order_release);
+    void *d;
+    if (pp_pin(m->pool, ref, PP_PIN_NOWAIT, &d) != 0)
+        return PP_ESTALE;   /* dropped already, to make room */
+    pthread_mutex_lock(&ts->mu);
+    bool in = pp__ht_set(&ts->by_obj, (uint64_t)(uintptr_t)h->obj, (uint64_t)(uintptr_t)h);
+    pthread_mutex_unlock(&ts->mu);
+    if (!in) {
+        (void)pp_unpin(m->pool, ref);
+        (void)pp_release(m->pool, ref);   /* dies; copy_free frees obj */
+        return PP_ENOMEM;
     }
     free(req->buf);   /* unpacked: the copy holds what load made */
     req->buf = NULL;

@@ -375,3 +375,263 @@ Test(layer, destroy_reports_what_was_never_returned)
     cr_assert_eq(ct_frees(W.ct[0], 2), 1, "freed by destroy, and reported");
     world_free_ct(&W);
 }
+
+/* ---- the hit path: per-thread hints and counters (perthread.h) ---------- */
+
+/* Pins g on m, checks the bytes of id and the version, unpins. */
+static void pin_check(pp_mpi_t *m, pp_gref_t g, size_t id, size_t size, uint32_t want)
+{
+    void *d = NULL;
+    uint32_t got = 0;
+    assert_rc(pp_mpi_pin(m, g, 0, &d, &got), 0);
+    cr_assert(ct_check(d, id, size), "the copy holds entry %zu's bytes", id);
+    cr_assert_eq(got, want, "version %u, expected %u", got, want);
+    assert_rc(pp_mpi_unpin(m, g, 0, d), 0);
+}
+
+Test(layer, hint_to_a_replaced_copy_never_answers_a_newer_version)
+{
+    world_t W;
+    world_up(&W, 2, 21, 3, 0);
+    pp_gref_t g = put_on(&W, 0, 1, 4096);
+    give(&W, 0, 1, g);
+    /* a miss, then a hit: this thread's hint names the version-1 copy */
+    pin_check(W.m[1], g, 1, 4096, 1);
+    void *d1 = NULL;
+    assert_rc(pp_mpi_pin(W.m[1], g, 0, &d1, NULL), 0);   /* held: the copy stays alive */
+    pp_gref_t v2 = g;
+    v2.version = 2;
+    void *d;
+    uint32_t got = 0;
+    int rc = pp_mpi_pin(W.m[1], v2, PP_PIN_NOWAIT, &d, &got);
+    cr_assert_eq(rc, PP_EAGAIN, "%s (version %u) from a hint to version 1", pp_err_name(rc),
+                 got);
+    /* the home publishes version 2 */
+    assert_rc(pp_mpi_pin(W.m[0], g, PP_PIN_WRITE, &d, NULL), 0);
+    memset((char *)d + 1024, 0xcd, 1024);
+    assert_rc(pp_mpi_unpin(W.m[0], g, PP_PIN_WRITE, d), 0);
+    assert_rc(pp_mpi_pin(W.m[1], v2, 0, &d, &got), 0);
+    cr_assert_eq(got, 2u);
+    cr_assert_eq(((unsigned char *)d)[1024], 0xcd, "the version-2 bytes");
+    cr_assert_neq(d, d1, "a new copy");
+    assert_rc(pp_mpi_unpin(W.m[1], g, 0, d), 0);
+    /* The version-1 copy left the table and was released, so it is dead
+     * (pinned, but no pp_pin succeeds on it): the stale hint fails its pin
+     * and even a version-1 pin gets the newer copy, twice (the second from
+     * the refilled hint). */
+    for (int i = 0; i < 2; i++) {
+        assert_rc(pp_mpi_pin(W.m[1], g, 0, &d, &got), 0);
+        cr_assert_eq(got, 2u, "pin %d: a version-1 pin got version %u", i, got);
+        cr_assert_eq(((unsigned char *)d)[1024], 0xcd);
+        assert_rc(pp_mpi_unpin(W.m[1], g, 0, d), 0);
+    }
+    /* the snapshot still pinned never changed */
+    cr_assert(ct_check(d1, 1, 4096), "the version-1 copy is intact while pinned");
+    assert_rc(pp_mpi_unpin(W.m[1], g, 0, d1), 0);
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[1], &st);
+    cr_assert_eq(st.misses, 2, "version 1 and version 2");
+    cr_assert_geq(st.hits, 3);   /* the version-2 pin may find its copy installed */
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}
+
+Test(layer, hint_to_a_dropped_copy_fetches_again)
+{
+    /* rank 1's pool holds 256 KiB: a local put of 200 KiB drops the cached
+     * copy (PP_TYPE_DISCARD) that this thread's hint names */
+    enum { SZ = 64 << 10, BIG = 200 << 10 };
+    world_t W;
+    world_up_capped(&W, 2, 22, 3, 0, 256u << 10);
+    pp_gref_t g = put_on(&W, 0, 1, SZ);
+    give(&W, 0, 1, g);
+    pin_check(W.m[1], g, 1, SZ, 1);
+    pin_check(W.m[1], g, 1, SZ, 1);   /* a hit: the hint is set */
+    pp_ref_t big = ct_put(W.pool[1], W.ct[1], 7, BIG, 0);
+    test_drain(W.pool[1]);            /* the dropped copy is reclaimed: its slot is free */
+    assert_rc(pp_release(W.pool[1], big), 0);
+    test_drain(W.pool[1]);
+    pp_ref_t other = ct_put(W.pool[1], W.ct[1], 8, 4096, 0);   /* may take that slot */
+    /* the hint and the table both name the dropped copy: a miss, the
+     * home's bytes again, never the local entry's */
+    pin_check(W.m[1], g, 1, SZ, 1);
+    pin_check(W.m[1], g, 1, SZ, 1);
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[1], &st);
+    cr_assert_eq(st.misses, 2, "the drop made one more fetch");
+    cr_assert_eq(st.hits, 2);
+    assert_rc(pp_release(W.pool[1], other), 0);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}
+
+Test(layer, hints_of_colliding_refs_never_mix_copies)
+{
+    /* more refs than a thread has hint slots: each pin gets its own bytes */
+    enum { N = 300 };
+    world_t W;
+    world_up(&W, 3, 23, 2, 0);
+    pp_gref_t g[N];
+    for (int i = 0; i < N; i++) {
+        int home = i % 2 == 0 ? 0 : 2;   /* two homes: equal refs of two ranks */
+        g[i] = put_on(&W, home, (size_t)i, 256);
+        give(&W, home, 1, g[i]);
+    }
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < N; i++)
+            pin_check(W.m[1], g[(i * 7 + round) % N], (size_t)((i * 7 + round) % N), 256, 1);
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[1], &st);
+    cr_assert_eq(st.misses, N);
+    cr_assert_eq(st.hits, 2 * N);
+    for (int i = 0; i < N; i++) {
+        assert_rc(pp_mpi_release(W.m[1], g[i]), 0);
+        assert_rc(pp_mpi_release(W.m[i % 2 == 0 ? 0 : 2], g[i]), 0);
+    }
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}
+
+Test(layer, a_new_layer_sees_no_hint_or_count_of_an_old_one)
+{
+    /* Worlds one after the other, on this thread: a new world's layer often
+     * gets the address of the old world's client layer (freed last on this
+     * thread, it is then the client), and its refs the same values (fresh
+     * pools hand out slots in the same order); hints and counts must not
+     * carry over. */
+    pp_mpi_t *old_client = NULL;
+    pp_ref_t old_ref = PP_REF_NONE;
+    int reused = 0;
+    enum { LIVES = 8 };
+    for (int life = 0; life < LIVES; life++) {
+        world_t W;
+        world_up(&W, 2, 24, 2, 0);
+        int c = W.m[0] == old_client ? 0 : 1, home = 1 - c;
+        reused += W.m[c] == old_client;
+        size_t id = (size_t)life + 1;   /* other bytes in each life */
+        pp_gref_t g = put_on(&W, home, id, 4096);
+        if (life > 0)
+            cr_log_info("life %d: client layer at the old one's address: %s, home ref %s", life,
+                        W.m[c] == old_client ? "yes" : "no",
+                        g.ref == old_ref ? "the same" : "another");
+        give(&W, home, c, g);
+        pin_check(W.m[c], g, id, 4096, 1);
+        pin_check(W.m[c], g, id, 4096, 1);
+        void *d;
+        assert_rc(pp_mpi_pin(W.m[c], g, 0, &d, NULL), 0);
+        cr_assert(ct_check(d, id, 4096), "life %d: this layer's copy", life);
+        pp_mpi_stats_t st;
+        pp_mpi_stats(W.m[c], &st);
+        cr_assert_eq(st.misses, 1, "life %d", life);
+        cr_assert_eq(st.hits, 2, "life %d: exact, none counted into an old layer", life);
+        assert_rc(pp_mpi_destroy(W.m[c]), PP_EBUSY, "life %d: a pin is held", life);
+        assert_rc(pp_mpi_unpin(W.m[c], g, 0, d), 0);
+        old_client = W.m[c];
+        old_ref = g.ref;
+        assert_rc(pp_mpi_release(W.m[c], g), 0);
+        assert_rc(pp_mpi_release(W.m[home], g), 0);
+        /* glibc: with this thread's cache of freed blocks of a layer's size
+         * full, the client's block goes back to the heap's bins, where the
+         * next world's calloc finds it (calloc skips that cache) */
+        void *fill[8];
+        for (int i = 0; i < 8; i++)
+            fill[i] = malloc(sizeof(pp_mpi_t));
+        for (int i = 0; i < 8; i++)
+            free(fill[i]);
+        cr_assert_eq(world_down_here(&W, c), 0);
+        world_free_ct(&W);
+    }
+    cr_log_info("%d of %d new client layers at the old one's address", reused, LIVES - 1);
+}
+
+typedef struct hitter {
+    pp_mpi_t *m;
+    pp_gref_t g;
+    int k;
+    void **held;   /* [k] pins left for another thread to drop */
+    int rc;
+} hitter_t;
+
+static void *hitter_main(void *arg)
+{
+    hitter_t *h = arg;
+    h->rc = 0;
+    for (int i = 0; i < h->k && h->rc == 0; i++)
+        h->rc = pp_mpi_pin(h->m, h->g, 0, &h->held[i], NULL);
+    return NULL;
+}
+
+Test(layer, hits_and_pins_add_up_across_threads)
+{
+    /* Threads pin and exit holding their pins; this thread drops them:
+     * each thread's count is +k, this one's -T*k; the sums are exact, and
+     * destroy is busy until the last unpin. */
+    enum { T = 4, K = 500 };
+    world_t W;
+    world_up(&W, 2, 25, 2, 0);
+    pp_gref_t g = put_on(&W, 0, 1, 4096);
+    give(&W, 0, 1, g);
+    pin_check(W.m[1], g, 1, 4096, 1);   /* the one miss */
+    static void *held[T][K];
+    hitter_t h[T];
+    pthread_t th[T];
+    for (int t = 0; t < T; t++) {
+        h[t] = (hitter_t){ W.m[1], g, K, held[t], -99 };
+        cr_assert_eq(pthread_create(&th[t], NULL, hitter_main, &h[t]), 0);
+    }
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        assert_rc(h[t].rc, 0, "thread %d", t);
+    }
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[1], &st);
+    cr_assert_eq(st.misses, 1);
+    cr_assert_eq(st.hits, T * K, "every pin of the threads was a hit");
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < K; i++) {
+            assert_rc(pp_mpi_destroy(W.m[1]), PP_EBUSY, "%d pins still held",
+                      (T - t) * K - i);
+            cr_assert(ct_check(held[t][i], 1, 4096));
+            assert_rc(pp_mpi_unpin(W.m[1], g, 0, held[t][i]), 0);
+        }
+    }
+    pp_mpi_stats(W.m[1], &st);
+    cr_assert_eq(st.hits, T * K, "unpins count no hit");
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0, "no pin held: destroy goes on");
+    world_free_ct(&W);
+}
+
+Test(layer, pin_many_of_a_cached_ref_keeps_the_pin_count)
+{
+    /* pp_mpi_pin_many prefetches first; a prefetch that hits pins and
+     * unpins the copy, and must count both: else the unpin alone makes
+     * the count fall below the pins held and destroy misses one. */
+    world_t W;
+    world_up(&W, 2, 26, 2, 0);
+    pp_gref_t g = put_on(&W, 0, 1, 4096);
+    give(&W, 0, 1, g);
+    pin_check(W.m[1], g, 1, 4096, 1);
+    void *d[2];
+    for (int i = 0; i < 3; i++) {
+        assert_rc(pp_mpi_pin_many(W.m[1], (pp_gref_t[]){ g, g }, 2, 0, d, NULL), 0);
+        assert_rc(pp_mpi_unpin(W.m[1], g, 0, d[0]), 0);
+        assert_rc(pp_mpi_unpin(W.m[1], g, 0, d[1]), 0);
+    }
+    assert_rc(pp_mpi_pin(W.m[1], g, 0, &d[0], NULL), 0);
+    uint64_t hits;
+    int64_t pins;
+    pp__thr_sum(W.m[1], &hits, &pins);   /* what destroy looks at */
+    cr_assert_eq(pins, 1, "remote pins held: %lld", (long long)pins);
+    assert_rc(pp_mpi_destroy(W.m[1]), PP_EBUSY, "a remote pin is held");
+    assert_rc(pp_mpi_unpin(W.m[1], g, 0, d[0]), 0);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}

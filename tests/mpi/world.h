@@ -51,6 +51,15 @@ static inline void world_up(world_t *W, int n, uint64_t seed, unsigned max_delay
     world_up_limit(W, n, seed, max_delay, dup, NULL);
 }
 
+/* world_up, with rank 1's pool capped at mem_limit bytes (0: no cap), so
+ * that a put there drops cached copies (PP_TYPE_DISCARD). */
+static inline void world_up_capped(world_t *W, int n, uint64_t seed, unsigned max_delay,
+                                   unsigned dup, size_t mem_limit)
+{
+    size_t limit[MAXR] = { 0, mem_limit, 0, 0 };
+    world_up_limit(W, n, seed, max_delay, dup, limit);
+}
+
 typedef struct down_arg {
     pp_mpi_t *m;
     int rc;
@@ -63,20 +72,25 @@ static inline void *down_main(void *arg)
     return NULL;
 }
 
-/* Collective destroy (a thread per rank), then the pools; returns the
- * messages the transport still held: 0, since destroy drains -- except a
- * duplicate the transport made of a message whose first copy was counted
- * (only with W->dup), which is still 0 for the caller. */
-static inline size_t world_down(world_t *W)
+/* Collective destroy (a thread per rank; rank here's on the calling thread,
+ * -1: none), then the pools; returns the messages the transport still
+ * held: 0, since destroy drains -- except a duplicate the transport made
+ * of a message whose first copy was counted (only with W->dup), which is
+ * still 0 for the caller. */
+static inline size_t world_down_here(world_t *W, int here)
 {
     pthread_t th[MAXR];
     down_arg_t a[MAXR];
     for (int r = 0; r < W->n; r++) {
         a[r] = (down_arg_t){ W->m[r], -1 };
-        cr_assert_eq(pthread_create(&th[r], NULL, down_main, &a[r]), 0);
+        if (r != here)
+            cr_assert_eq(pthread_create(&th[r], NULL, down_main, &a[r]), 0);
     }
+    if (here >= 0)
+        down_main(&a[here]);
     for (int r = 0; r < W->n; r++) {
-        pthread_join(th[r], NULL);
+        if (r != here)
+            pthread_join(th[r], NULL);
         cr_assert_eq(a[r].rc, 0, "rank %d destroy: %s", r, pp_err_name(a[r].rc));
     }
     for (int r = 0; r < W->n; r++)
@@ -84,6 +98,8 @@ static inline size_t world_down(world_t *W)
     size_t left = pp__inproc_world_destroy(W->w);
     return W->dup != 0 ? 0 : left;
 }
+
+static inline size_t world_down(world_t *W) { return world_down_here(W, -1); }
 
 static inline void world_free_ct(world_t *W)
 {

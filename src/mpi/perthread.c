@@ -1,0 +1,127 @@
+/*
+ * perthread.c -- each application thread's hints and counter blocks
+ * (perthread.h): their slow paths, taken once per thread (the thread's
+ * state) and once per thread and layer (its block), and the sums.
+ */
+#include "layer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+__thread pp__tls_t *pp__tls __attribute__((tls_model("initial-exec")));
+
+/* Serials: fetch_add gives each caller its own value, which is all they
+ * are for (relaxed: they order nothing). */
+static _Atomic uint64_t next_layer_id = 1, next_tid = 1;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static int tls_key_rc = -1;
+
+uint64_t pp__layer_id_new(void)
+{
+    return atomic_fetch_add_explicit(&next_layer_id, 1, memory_order_relaxed);
+}
+
+/* At thread exit: the thread's state is its own, never a layer's (the
+ * blocks it points to stay in their layers' lists until destroy). */
+static void tls_free(void *p)
+{
+    if (pp__tls == p)
+        pp__tls = NULL;
+    free(p);
+}
+
+static void tls_key_init(void)
+{
+    tls_key_rc = pthread_key_create(&tls_key, tls_free);
+}
+
+pp__tls_t *pp__tls_make(void)
+{
+    if (pp__tls != NULL)
+        return pp__tls;
+    pthread_once(&tls_once, tls_key_init);
+    if (tls_key_rc != 0)
+        return NULL;
+    size_t sz = (sizeof(pp__tls_t) + 63) & ~(size_t)63;
+    pp__tls_t *t = aligned_alloc(64, sz);
+    if (t == NULL)
+        return NULL;
+    memset(t, 0, sz);
+    if (pthread_setspecific(tls_key, t) != 0) {
+        free(t);
+        return NULL;
+    }
+    t->tid = atomic_fetch_add_explicit(&next_tid, 1, memory_order_relaxed);
+    pp__tls = t;
+    return t;
+}
+
+/* The calling thread's block in m, moved to the front of its cache: from
+ * the cache, else from m's list (a thread that used more layers than the
+ * cache holds), else a new one.  Blocks are matched by the thread's serial,
+ * never by pthread_self: a new thread may get a dead one's pthread_t, and
+ * its plain load and store on the dead thread's block would not be ordered
+ * after that thread's last store.  So a layer keeps one block per thread
+ * that ever pinned through it, until destroy. */
+pp__thr_t *pp__thr_slow(pp_mpi_t *m)
+{
+    pp__tls_t *t = pp__tls_get();
+    if (t == NULL)
+        return NULL;
+    unsigned i = 0;
+    while (i < PP__THR_CACHED && t->layer[i] != m->id)
+        i++;
+    pp__thr_t *b = NULL;
+    if (i < PP__THR_CACHED) {
+        b = t->thr[i];
+    } else {
+        i = PP__THR_CACHED - 1;   /* the oldest goes */
+        pthread_mutex_lock(&m->thr_mu);
+        for (b = m->thr; b != NULL && b->tid != t->tid; b = b->next)
+            ;
+        if (b == NULL) {
+            b = aligned_alloc(64, sizeof *b);
+            if (b != NULL) {
+                memset(b, 0, sizeof *b);
+                b->tid = t->tid;
+                b->next = m->thr;
+                m->thr = b;   /* read under thr_mu only */
+            }
+        }
+        pthread_mutex_unlock(&m->thr_mu);
+        if (b == NULL)
+            return NULL;
+    }
+    memmove(&t->layer[1], &t->layer[0], i * sizeof t->layer[0]);
+    memmove(&t->thr[1], &t->thr[0], i * sizeof t->thr[0]);
+    t->layer[0] = m->id;
+    t->thr[0] = b;
+    return b;
+}
+
+/* Relaxed loads: a count made by a thread that happens before the caller
+ * (joined, or handed the pin over) is seen -- coherence follows
+ * happens-before; a count racing with this call may or may not be. */
+void pp__thr_sum(pp_mpi_t *m, uint64_t *hits, int64_t *pins)
+{
+    uint64_t h = atomic_load_explicit(&m->spill_hits, memory_order_relaxed);
+    int64_t p = atomic_load_explicit(&m->spill_pins, memory_order_relaxed);
+    pthread_mutex_lock(&m->thr_mu);
+    for (const pp__thr_t *b = m->thr; b != NULL; b = b->next) {
+        h += atomic_load_explicit(&b->hits, memory_order_relaxed);
+        p += atomic_load_explicit(&b->pins, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&m->thr_mu);
+    *hits = h;
+    *pins = p;
+}
+
+void pp__thr_free(pp_mpi_t *m)
+{
+    for (pp__thr_t *b = m->thr, *next; b != NULL; b = next) {
+        next = b->next;
+        free(b);
+    }
+    m->thr = NULL;
+}

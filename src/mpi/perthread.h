@@ -1,0 +1,85 @@
+/*
+ * perthread.h -- what each application thread keeps for the MPI layer, so
+ * that a remote cache hit and its unpin touch no shared cache line but the
+ * copy's own (docs/mpi.md, "Inside the layer"):
+ *
+ *  - hints: a small direct-mapped array per thread, (layer, home rank,
+ *    home ref) -> the local ref of the copy the thread last found in the
+ *    cache table.  A hint is only a guess: the hit path pins the copy it
+ *    names with PP_PIN_NOWAIT and checks the copy's header as it does for
+ *    the table's answer (remote.c, pin_copy), so a stale hint costs a
+ *    failed pin and a table lookup, never a wrong copy;
+ *  - counters: a block per (thread, layer), {hits, pins}, written by its
+ *    thread alone with relaxed loads and stores (no read-modify-write),
+ *    linked into the layer's list (thr_mu, taken once per thread and
+ *    layer) and summed by pp_mpi_stats and pp_mpi_destroy.
+ *
+ * A layer is named by its id, unique in the process (never reused, unlike
+ * its address), in hints and in the thread's cache of its blocks: once a
+ * layer is destroyed no thread-local entry can match it, so none is ever
+ * followed into freed memory.  The thread-local part is the thread's own
+ * (allocated at its first remote pin, freed at its exit), never the
+ * layer's.
+ */
+#ifndef PP_MPI_PERTHREAD_H
+#define PP_MPI_PERTHREAD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define PP__HINTS 64u           /* per thread: a power of two */
+#define PP__THR_CACHED 4u       /* layers whose block a thread finds without a lock */
+
+typedef struct pp__hint {
+    uint64_t layer;             /* 0: empty */
+    uint64_t home_ref;
+    uint64_t local;             /* the copy's ref in the layer's pool */
+    uint32_t rank;              /* the home */
+} pp__hint_t;
+
+/* A thread's counters in one layer; one cache line, so that two threads'
+ * blocks never share one. */
+typedef struct pp__thr {
+    _Atomic uint64_t hits;      /* cache hits of this thread */
+    _Atomic int64_t pins;       /* remote pins taken minus remote pins dropped
+                                   by this thread (negative: it dropped pins
+                                   other threads took) */
+    uint64_t tid;               /* its thread's serial (pp__tls_t.tid) */
+    struct pp__thr *next;       /* the layer's list (thr_mu) */
+} __attribute__((aligned(64))) pp__thr_t;
+
+typedef struct pp__tls {
+    uint64_t tid;               /* this thread's serial: unique in the process */
+    uint64_t layer[PP__THR_CACHED];   /* [0]: the layer used last */
+    pp__thr_t *thr[PP__THR_CACHED];   /* followed only while layer[i] is live:
+                                         the caller's layer has that id */
+    pp__hint_t hint[PP__HINTS];
+} pp__tls_t;
+
+extern __thread pp__tls_t *pp__tls __attribute__((tls_model("initial-exec")));
+
+struct pp_mpi;
+uint64_t pp__layer_id_new(void);
+pp__tls_t *pp__tls_make(void);                   /* NULL: no memory */
+pp__thr_t *pp__thr_slow(struct pp_mpi *m);       /* NULL: no memory */
+void pp__thr_sum(struct pp_mpi *m, uint64_t *hits, int64_t *pins);
+void pp__thr_free(struct pp_mpi *m);             /* destroy */
+
+/* This thread's state, made at its first use; NULL: no memory. */
+static inline pp__tls_t *pp__tls_get(void)
+{
+    pp__tls_t *t = pp__tls;
+    return __builtin_expect(t != NULL, 1) ? t : pp__tls_make();
+}
+
+/* The slot of (rank, home ref) in this thread's hints: a multiplicative
+ * hash, its top bits. */
+static inline pp__hint_t *pp__hint_slot(pp__tls_t *t, uint32_t rank, uint64_t home_ref)
+{
+    uint64_t x = (home_ref ^ ((uint64_t)rank << 58)) * 0x9e3779b97f4a7c15ull;
+    return &t->hint[x >> (64 - 6)];
+}
+_Static_assert(PP__HINTS == 64u, "pp__hint_slot takes 6 bits");
+
+#endif /* PP_MPI_PERTHREAD_H */

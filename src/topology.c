@@ -57,6 +57,22 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
     }
     pool->nnodes = (unsigned)nn;
 
+    /* The CPUs the process runs on: the pool's threads stay on them. */
+    if (pool->thissystem) {
+        pool->run_cpus = hwloc_bitmap_alloc();
+        if (pool->run_cpus == NULL) {
+            hwloc_topology_destroy(pool->topo);
+            pool->topo = NULL;
+            return PP_ENOMEM;
+        }
+        hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(pool->topo);
+        if (hwloc_get_cpubind(pool->topo, pool->run_cpus, HWLOC_CPUBIND_PROCESS) != 0)
+            hwloc_bitmap_copy(pool->run_cpus, allowed);
+        hwloc_bitmap_and(pool->run_cpus, pool->run_cpus, allowed);
+        if (hwloc_bitmap_iszero(pool->run_cpus))
+            hwloc_bitmap_copy(pool->run_cpus, allowed);
+    }
+
     /* CPU -> node map, for homing entries on the putter's node. */
     if (pool->thissystem) {
         int last = hwloc_bitmap_last(hwloc_topology_get_complete_cpuset(pool->topo));
@@ -64,6 +80,8 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
         if (pool->ncpus > 0) {
             pool->cpu_node = pp__calloc((size_t)pool->ncpus, 1);
             if (pool->cpu_node == NULL) {
+                hwloc_bitmap_free(pool->run_cpus);
+                pool->run_cpus = NULL;
                 hwloc_topology_destroy(pool->topo);
                 pool->topo = NULL;
                 return PP_ENOMEM;
@@ -85,6 +103,9 @@ void pp__topology_free(pp_pool_t *pool)
 {
     pp__free(pool->cpu_node);
     pool->cpu_node = NULL;
+    if (pool->run_cpus != NULL)
+        hwloc_bitmap_free(pool->run_cpus);
+    pool->run_cpus = NULL;
     if (pool->topo != NULL)
         hwloc_topology_destroy(pool->topo);
     pool->topo = NULL;
@@ -166,6 +187,12 @@ void pp__node_free_seg(void *p)
         (void)munmap(p, PP__SEG_BYTES);
 }
 
+/* Binds the calling pool thread to node n's CPUs among those the process
+ * runs on (pool->run_cpus: its binding when the pool was made, as mpiexec
+ * or taskset set it, so that a rank bound to one core keeps its pool's
+ * threads on that core and off its neighbours'); if the process runs on
+ * none of the node's CPUs, to the node's CPUs its cgroup allows.  one_cpu:
+ * the last of them only. */
 bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu)
 {
     if (!pool->thissystem)
@@ -173,20 +200,18 @@ bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu)
     hwloc_obj_t obj = pp__numa_obj(pool, n);
     if (obj == NULL || hwloc_bitmap_iszero(obj->cpuset))
         return false;   /* a memory-only node: nothing to bind to */
-    if (!one_cpu)
-        return hwloc_set_cpubind(pool->topo, obj->cpuset, HWLOC_CPUBIND_THREAD) == 0;
-    /* The last of the node's CPUs this process may run on (its cgroup's
-     * cpuset, whatever the creating thread's own binding). */
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (set == NULL)
         return false;
-    hwloc_bitmap_and(set, hwloc_topology_get_allowed_cpuset(pool->topo), obj->cpuset);
+    hwloc_bitmap_and(set, pool->run_cpus, obj->cpuset);
+    if (hwloc_bitmap_iszero(set))
+        hwloc_bitmap_and(set, hwloc_topology_get_allowed_cpuset(pool->topo), obj->cpuset);
     int last = hwloc_bitmap_last(set);
     bool ok = last >= 0;
-    if (ok) {
+    if (ok && one_cpu)
         hwloc_bitmap_only(set, (unsigned)last);
+    if (ok)
         ok = hwloc_set_cpubind(pool->topo, set, HWLOC_CPUBIND_THREAD) == 0;
-    }
     hwloc_bitmap_free(set);
     return ok;
 }

@@ -317,6 +317,9 @@ struct pp_pool {
     /* Topology (topology.c). */
     hwloc_topology_t topo;
     bool thissystem;
+    hwloc_bitmap_t run_cpus;             /* this system: the CPUs the process was
+                                            bound to at pool creation (taskset,
+                                            mpiexec), within its cgroup's */
     int ncpus;
     uint8_t *cpu_node;                   /* [ncpus] OS cpu index -> node */
 

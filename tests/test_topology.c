@@ -1,6 +1,7 @@
 /* test_topology.c -- node domains from hwloc topologies (src/topology.c). */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <hwloc.h>
 #include <sys/stat.h>
 
@@ -86,6 +87,66 @@ Test(topology, this_system, .timeout = 30)
     unsigned expect = nn > 0 ? (unsigned)nn : 1u;
     cr_assert_eq(s.nodes, expect, "pool %u nodes, hwloc %d", s.nodes, nn);
     check_reclaimers(&s);
+    test_destroy(pool);
+}
+
+/* The OS's CPU set of thread tid. */
+static void thread_cpus(int tid, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    cr_assert_eq(sched_getaffinity(tid, sizeof *set, set), 0, "sched_getaffinity(%d)", tid);
+}
+
+/* A process bound to one CPU (as mpiexec binds a rank to a core) keeps its
+ * pool's threads there: the reclaimer is bound to that CPU, not to the
+ * node's last one, and any other pool thread to no CPU outside it.  The
+ * CPU is the first the process may use, so on a machine of two or more
+ * the last CPU (where the reclaimer went before) is another one. */
+Test(topology, pool_threads_stay_on_the_cpus_the_process_is_bound_to, .timeout = 30)
+{
+    cpu_set_t allowed, one;
+    thread_cpus(0, &allowed);
+    int first = -1;
+    for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+        if (CPU_ISSET(c, &allowed))
+            first = c;
+    cr_assert_geq(first, 0);
+    /* The whole process, as mpiexec does it: every thread it has now. */
+    hwloc_topology_t topo;
+    cr_assert_eq(hwloc_topology_init(&topo), 0);
+    cr_assert_eq(hwloc_topology_load(topo), 0);
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(set, (unsigned)first);
+    cr_assert_eq(hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS), 0);
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(topo);
+
+    pp_pool_t *pool = test_pool_native(NULL);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    check_reclaimers(&s);
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    for (unsigned n = 0; n < s.nodes; n++) {
+        cpu_set_t got;
+        thread_cpus(s.node[n].reclaimer_tid, &got);
+        if (s.node[n].cpu_bound)
+            cr_assert(CPU_EQUAL(&got, &one), "node %u: the reclaimer is on %d CPU(s), not CPU %d",
+                      n, CPU_COUNT(&got), first);
+    }
+    cr_assert(s.node[0].cpu_bound || s.nodes > 1, "the node of CPU %d bound nothing", first);
+    /* Every thread of the process: none may run outside CPU first. */
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        cpu_set_t got;
+        thread_cpus(atoi(e->d_name), &got);
+        cr_assert(CPU_EQUAL(&got, &one), "thread %s runs on %d CPU(s), not only CPU %d",
+                  e->d_name, CPU_COUNT(&got), first);
+    }
+    closedir(d);
     test_destroy(pool);
 }
 

@@ -5,14 +5,24 @@
  * failure here aborts the job: each is a PP_EIO with MPI_Error_string's
  * words in t->err.
  *
- * A send is one MPI_Isend of hlen + blen bytes.  Without a done callback
- * the header and body are copied into one buffer, freed when the send
- * completes.  With one, only the header is copied: a datatype of absolute
- * addresses (MPI_Get_address of the header copy and of the body, sent
- * from MPI_BOTTOM) lets MPI read the body where it is, and the caller
- * gets it back when done runs, from the first poll that sees the request
- * complete (MPI_Testsome).  Every send waits in the table of requests
- * until then, copied ones too: their buffers are freed there, and
+ * Without a done callback a send is one MPI_Isend of the header and body
+ * copied into one buffer, freed when the send completes.  With one (a
+ * zero-copy send), only the header is copied, and the body is sent where
+ * it is; the caller gets it back when done runs, from the first poll that
+ * sees the request complete (MPI_Testsome).  A zero-copy send with both a
+ * header and a body is two messages: the header's copy on tag + SPLIT_HEAD,
+ * then the body, contiguous, on tag + SPLIT_BODY, so that MPI moves the
+ * body as plain bytes (on shared memory, one copy between the processes
+ * from some size on; a datatype mixing the two would be packed through
+ * fragments, and would cost a type's creation per send).  A receiver that
+ * matches a SPLIT_HEAD message receives it, then its body (MPI keeps the
+ * order of one sender's messages, and the body's tag is matched by no
+ * other receive), into one buffer laid out as header then body: what it
+ * delivers is the same message.  If MPI_TAG_UB is too small for those
+ * tags, the body and the header's copy go as one message whose datatype
+ * covers both by absolute address (MPI_Get_address, sent from
+ * MPI_BOTTOM).  Every send waits in the table of requests until it is
+ * complete, copied ones too: their buffers are freed there, and
  * sends_pending counts them.
  *
  * A poll first completes sends, then takes at most one message:
@@ -49,6 +59,11 @@
 
 #include "pinpool.h"
 
+/* Tags of the two halves of a split send: the caller's tag plus these. */
+#define SPLIT_HEAD (PP__TAG_MAX + 1)
+#define SPLIT_BODY (2 * (PP__TAG_MAX + 1))
+#define SPLIT_TAG_UB (3 * (PP__TAG_MAX + 1) - 1)
+
 /* A send between its MPI_Isend and its completion. */
 typedef struct sendrec {
     void *copy;                /* the header, or the whole message; or NULL */
@@ -70,11 +85,16 @@ typedef struct mpi_transport {
     sendrec_t *fin;
     int *fin_err;
     size_t n, cap;
+    bool split;                /* MPI_TAG_UB allows split sends */
     /* A message matched by MPI_Improbe whose buffer could not be
-     * allocated: it is MPI's no longer, so the next poll receives it. */
+     * allocated: it is MPI's no longer, so the next poll receives it.  Of
+     * a split message, the header is in already (head, head_len) and
+     * held_msg is the body. */
     bool held;
     MPI_Message held_msg;
     int held_src, held_tag, held_len;
+    void *head;
+    int head_len;
 } mpi_transport_t;
 
 /* What failed, in t->err, in MPI's words; PP_EIO. */
@@ -187,6 +207,32 @@ static int send_zero_copy(mpi_transport_t *mt, sendrec_t *r, int dst, int tag,
     return 0;
 }
 
+/* A split send: the header's copy (a copied send of its own, no done),
+ * then the body, zero-copy, with done: two entries of the table. */
+static int send_split(mpi_transport_t *mt, int dst, int tag, const void *hdr, size_t hlen,
+                      const void *body, size_t blen, pp__sent_fn done, void *arg)
+{
+    if (mt->n + 2 > mt->cap && grow(mt) != 0)
+        return PP_ENOMEM;
+    sendrec_t head = { NULL, MPI_DATATYPE_NULL, NULL, NULL };
+    MPI_Request req;
+    int rc = send_copy(mt, &head, dst, tag + SPLIT_HEAD, hdr, hlen, NULL, 0, &req);
+    if (rc != 0)
+        return rc;
+    mt->req[mt->n] = req;
+    mt->rec[mt->n] = head;
+    mt->n++;
+    rc = MPI_Isend(body, (int)blen, MPI_BYTE, dst, tag + SPLIT_BODY, mt->comm, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(&mt->t, "MPI_Isend", rc);   /* the header goes; the
+                                                          receiver waits for a body that
+                                                          never comes: the job is broken */
+    mt->req[mt->n] = req;
+    mt->rec[mt->n] = (sendrec_t){ NULL, MPI_DATATYPE_NULL, done, arg };
+    mt->n++;
+    return 0;
+}
+
 static int mpi_send(pp__transport_t *t, int dst, int tag, const void *hdr, size_t hlen,
                     const void *body, size_t blen, unsigned flags, pp__sent_fn done, void *arg)
 {
@@ -198,6 +244,8 @@ static int mpi_send(pp__transport_t *t, int dst, int tag, const void *hdr, size_
     /* MPI counts bytes in ints. */
     if (hlen > INT_MAX || blen > (size_t)INT_MAX - hlen)
         return PP_EINVAL;
+    if (done != NULL && blen != 0 && hlen != 0 && mt->split)
+        return send_split(mt, dst, tag, hdr, hlen, body, blen, done, arg);
     if (mt->n == mt->cap && grow(mt) != 0)
         return PP_ENOMEM;
     sendrec_t r = { NULL, MPI_DATATYPE_NULL, done, arg };
@@ -269,43 +317,91 @@ static void *msg_alloc(size_t len)
     return aligned_alloc(PP__MSG_ALIGN, cap);
 }
 
-/* At most one message, never waiting for one to arrive. */
+/* Matches a message of src and tag (MPI_ANY_* allowed), without waiting:
+ * 1 and it is held (held_msg, held_src, held_tag, held_len), or 0. */
+static int match(mpi_transport_t *mt, int src, int tag)
+{
+    int flag = 0, len = 0;
+    MPI_Status st;
+    int rc = MPI_Improbe(src, tag, mt->comm, &flag, &mt->held_msg, &st);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(&mt->t, "MPI_Improbe", rc);
+    if (!flag)
+        return 0;
+    rc = MPI_Get_count(&st, MPI_BYTE, &len);
+    if (rc != MPI_SUCCESS || len == MPI_UNDEFINED) {
+        /* Cannot happen: only this transport sends on the duplicate, in
+         * bytes.  The matched message is received into nothing, which
+         * drops it, so that it does not block the next poll. */
+        (void)MPI_Mrecv(NULL, 0, MPI_BYTE, &mt->held_msg, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS)
+            snprintf(mt->t.err, sizeof mt->t.err, "MPI_Get_count: a message of no size");
+        return rc == MPI_SUCCESS ? PP_EIO : mpi_failed(&mt->t, "MPI_Get_count", rc);
+    }
+    mt->held = true;
+    mt->held_src = st.MPI_SOURCE;
+    mt->held_tag = st.MPI_TAG;
+    mt->held_len = len;
+    return 1;
+}
+
+/* The held message received at buf + at; it is held no longer. */
+static int receive_held(mpi_transport_t *mt, unsigned char *buf, int at)
+{
+    mt->held = false;
+    int rc = MPI_Mrecv(buf + at, mt->held_len, MPI_BYTE, &mt->held_msg, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(&mt->t, "MPI_Mrecv", rc);
+}
+
+/* At most one message, never waiting for one to arrive.  A split
+ * message's header is received as soon as it is matched; its body is
+ * matched by a poll that finds it there (the next one, mostly: it was
+ * sent right after), and then the two are delivered as one. */
 static int receive(mpi_transport_t *mt, pp__msg_t *out)
 {
     int rc;
     if (!mt->held) {
-        int flag = 0, len = 0;
-        MPI_Status st;
-        rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, mt->comm, &flag, &mt->held_msg, &st);
-        if (rc != MPI_SUCCESS)
-            return mpi_failed(&mt->t, "MPI_Improbe", rc);
-        if (!flag)
-            return 0;
-        rc = MPI_Get_count(&st, MPI_BYTE, &len);
-        if (rc != MPI_SUCCESS || len == MPI_UNDEFINED) {
-            /* Cannot happen: only this transport sends on the duplicate,
-             * in bytes.  The matched message is received into nothing,
-             * which drops it, so that it does not block the next poll. */
-            (void)MPI_Mrecv(NULL, 0, MPI_BYTE, &mt->held_msg, MPI_STATUS_IGNORE);
-            if (rc == MPI_SUCCESS)
-                snprintf(mt->t.err, sizeof mt->t.err, "MPI_Get_count: a message of no size");
-            return rc == MPI_SUCCESS ? PP_EIO : mpi_failed(&mt->t, "MPI_Get_count", rc);
-        }
-        mt->held = true;
-        mt->held_src = st.MPI_SOURCE;
-        mt->held_tag = st.MPI_TAG;
-        mt->held_len = len;
+        rc = mt->head != NULL ? match(mt, mt->held_src, mt->held_tag + SPLIT_BODY)
+                              : match(mt, MPI_ANY_SOURCE, MPI_ANY_TAG);
+        if (rc <= 0)
+            return rc;
     }
-    void *buf = msg_alloc((size_t)mt->held_len);
+    if (mt->head == NULL && mt->held_tag >= SPLIT_HEAD && mt->held_tag < SPLIT_BODY) {
+        mt->head = msg_alloc((size_t)mt->held_len);
+        if (mt->head == NULL)
+            return PP_ENOMEM;          /* still held: the next poll tries again */
+        mt->head_len = mt->held_len;
+        int src = mt->held_src, tag = mt->held_tag - SPLIT_HEAD;
+        if ((rc = receive_held(mt, mt->head, 0)) != 0) {
+            free(mt->head);
+            mt->head = NULL;
+            return rc;
+        }
+        mt->held_src = src;
+        mt->held_tag = tag;
+        if ((rc = match(mt, src, tag + SPLIT_BODY)) <= 0)
+            return rc;                 /* the body comes to a later poll */
+    }
+    int at = mt->head != NULL ? mt->head_len : 0;
+    if (mt->held_len > INT_MAX - at) {
+        snprintf(mt->t.err, sizeof mt->t.err, "a split message of more than INT_MAX bytes");
+        return PP_EIO;
+    }
+    unsigned char *buf = msg_alloc((size_t)(at + mt->held_len));
     if (buf == NULL)
         return PP_ENOMEM;      /* still held: the next poll tries again */
-    mt->held = false;
-    rc = MPI_Mrecv(buf, mt->held_len, MPI_BYTE, &mt->held_msg, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) {
+    int tag = mt->head != NULL ? mt->held_tag - SPLIT_BODY : mt->held_tag;
+    int src = mt->held_src, len = at + mt->held_len;
+    if ((rc = receive_held(mt, buf, at)) != 0) {
         free(buf);
-        return mpi_failed(&mt->t, "MPI_Mrecv", rc);
+        return rc;
     }
-    *out = (pp__msg_t){ mt->held_src, mt->held_tag, (size_t)mt->held_len, buf };
+    if (mt->head != NULL) {
+        memcpy(buf, mt->head, (size_t)at);
+        free(mt->head);
+        mt->head = NULL;
+    }
+    *out = (pp__msg_t){ src, tag, (size_t)len, buf };
     return 1;
 }
 
@@ -356,8 +452,10 @@ static void mpi_destroy(pp__transport_t *t)
             (void)MPI_Request_free(&mt->req[i]);
         if (mt->held)          /* matched, never received: dropped */
             (void)MPI_Mrecv(NULL, 0, MPI_BYTE, &mt->held_msg, MPI_STATUS_IGNORE);
+        /* a split message whose body never came is dropped with its head */
         (void)MPI_Comm_free(&mt->comm);
     }
+    free(mt->head);
     free_tables(mt);
     free(mt);
 }
@@ -402,6 +500,7 @@ static int setup(mpi_transport_t *mt, MPI_Comm comm)
                  flag && ub != NULL ? *ub : -1);
         return PP_EIO;
     }
+    mt->split = *ub >= SPLIT_TAG_UB;   /* Open MPI's is 2^31 - 1 */
     return 0;
 }
 

@@ -5,6 +5,10 @@
  */
 #include "layer.h"
 
+/* xxHash header-only: the tables' hash, with no library to link */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <errno.h>
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -87,13 +91,8 @@ static struct ck_malloc ht_alloc = { ht_malloc, ht_realloc, ht_free };
 
 static void ht_hash(ck_ht_hash_t *h, const void *key, size_t len, uint64_t seed)
 {
-    /* direct mode: key is the 64-bit value itself (refs are well mixed in
-     * their low bits: a slot index; the generation sits above it) */
-    uint64_t k = 0;
-    memcpy(&k, key, len < sizeof k ? len : sizeof k);   /* ck passes &key */
-    k ^= seed;
-    k *= 0x9e3779b97f4a7c15ull;
-    h->value = k ^ (k >> 29);
+    /* direct mode: ck passes &key, the 64-bit value itself */
+    h->value = XXH3_64bits_withSeed(key, len, seed);
 }
 
 bool pp__ht_init(ck_ht_t *ht)

@@ -180,7 +180,12 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * is not registered at its home or here), PP_ESTALE (the home's entry is
  * dead or never was), PP_EIO (MPI failed; or the type's save failed at
  * the home, or its load here: both reported).
- * A hit takes no lock and makes no MPI call. */
+ * A hit takes no lock, makes no MPI call and allocates nothing, once the
+ * calling thread has pinned a remote ref through m before: a thread's
+ * first remote pin through a layer allocates its per-thread state (hints
+ * and counters; freed at thread exit and at pp_mpi_destroy) under a lock
+ * (without memory for it, pins still work, without hints, counted in
+ * shared counters). */
 PP_API int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
 /* Pins n refs, all or none (on failure the pins taken are dropped and the
  * first error returned); data: n pointers, got: n versions or NULL.  The

@@ -155,13 +155,13 @@ static int flat_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *
     if (rc != 0)
         return rc;
     req->buf = NULL;   /* the pool's now */
-    /* release: pairs with the unpin's acquire load */
-    atomic_store_explicit(&h->local, *local, memory_order_release);
     void *d;
     /* A pin can fail only if the pool dropped the copy already, to make
-     * room. */
+     * room; until it succeeds, h may be freed, so it is not touched. */
     if (pp_pin(m->pool, *local, PP_PIN_NOWAIT, &d) != 0)
         return PP_ESTALE;
+    /* release: pairs with the unpin's acquire load */
+    atomic_store_explicit(&h->local, *local, memory_order_release);
     *hdr = h;
     return 0;
 }

@@ -173,12 +173,13 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
         pp__types_unref(ts);
         return rc;
     }
-    /* From here the pool owns h, and copy_free undoes the rest. */
-    /* release: pairs with the unpin's acquire load */
-    atomic_store_explicit(&h->local, ref, memory_order_release);
+    /* From here the pool owns h, and copy_free undoes the rest; until the
+     * pin, the pool may drop the copy and free h, so h is not touched. */
     void *d;
     if (pp_pin(m->pool, ref, PP_PIN_NOWAIT, &d) != 0)
         return PP_ESTALE;   /* dropped already, to make room */
+    /* release: pairs with the unpin's acquire load */
+    atomic_store_explicit(&h->local, ref, memory_order_release);
     pthread_mutex_lock(&ts->mu);
     bool in = pp__ht_set(&ts->by_obj, (uint64_t)(uintptr_t)h->obj, (uint64_t)(uintptr_t)h);
     pthread_mutex_unlock(&ts->mu);

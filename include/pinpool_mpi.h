@@ -70,8 +70,9 @@
  *  that puts or pins such entries registers the type under one id
  *  (pp_mpi_type_register); a remote pin of an entry whose type is not
  *  registered at its home, or not here, is PP_ENOTSUP (and reported where
- *  it is missing).  A typed copy's unpin finds it with one lock-free
- *  lookup; a flat one with none.
+ *  it is missing).  Once a type is registered here, every remote unpin
+ *  makes one lock-free lookup (a typed copy is found from its data that
+ *  way); without one, a remote unpin makes none.
  *
  * ---------------------------------------------------------------------------
  * Threads and MPI

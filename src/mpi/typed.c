@@ -13,7 +13,9 @@
  * header's obj is what load made, and a pin gives obj.  An unpin is given
  * obj back, so the registry keeps a table obj -> header (a ck_ht read
  * without a lock, written under the registry's mutex): a typed unpin is
- * one lookup, a flat one none.  The copy's free (on the local pool's
+ * one lookup, and so is every other remote unpin once a type is registered
+ * (a flat copy's data cannot be told from a typed one's without it); with
+ * no type registered, none.  The copy's free (on the local pool's
  * reclaimer, or at pp_pool_destroy) takes obj out of the table, frees it
  * with the type's free and drops the copy's reference to the registry, so
  * the registry lives as long as the layer or its last typed copy,
@@ -117,6 +119,15 @@ const pp_type_t *pp__types_get(const pp__types_t *ts, uint32_t id)
     return atomic_load_explicit(&ts->reg[id], memory_order_acquire);
 }
 
+/* What load made, freed as the type frees its data. */
+static void free_obj(const pp_type_t *type, void *obj, size_t size)
+{
+    if (type->free != NULL)
+        type->free(obj, size, type->ctx);
+    else
+        free(obj);
+}
+
 /* The copies' free: the pool calls it once per typed copy, on a reclaimer
  * (or at pp_pool_destroy), when the copy is dead and unpinned. */
 static void copy_free(void *data, size_t size, void *ctx)
@@ -128,11 +139,7 @@ static void copy_free(void *data, size_t size, void *ctx)
         pthread_mutex_lock(&ts->mu);
         (void)pp__ht_remove(&ts->by_obj, (uint64_t)(uintptr_t)h->obj);
         pthread_mutex_unlock(&ts->mu);
-        const pp_type_t *type = pp__types_get(ts, h->type_id);
-        if (type->free != NULL)
-            type->free(h->obj, size, type->ctx);
-        else
-            free(h->obj);
+        free_obj(pp__types_get(ts, h->type_id), h->obj, size);
     }
     free(h);
     pp__types_unref(ts);
@@ -165,10 +172,7 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
     rc = pp_put(m->pool, h, (size_t)req->size, &ts->copy_type, put_flags, &ref);
     if (rc != 0) {
         /* no room now: the packed bytes stay req's, for the next try */
-        if (type->free != NULL)
-            type->free(h->obj, (size_t)req->size, type->ctx);
-        else
-            free(h->obj);
+        free_obj(type, h->obj, (size_t)req->size);
         free(h);
         pp__types_unref(ts);
         return rc;

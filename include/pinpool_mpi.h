@@ -85,7 +85,8 @@
  *  (pp_mpi_create returns PP_ENOTSUP below that).  pp_mpi_create and
  *  pp_mpi_destroy are collective over the communicator and call MPI from
  *  the calling thread, before the progress thread starts and after it
- *  stops.  Every other call may be made from any thread.  An idle
+ *  stops.  Every other call may be made from any thread; a home write pin
+ *  is dropped on the thread that took it (pp_mpi_unpin).  An idle
  *  progress thread polls with a backoff to 1 ms sleeps: little CPU, and
  *  up to that long for the first request after an idle spell.
  * ---------------------------------------------------------------------------

@@ -111,16 +111,20 @@ typedef struct pp__home {
     pp__parked_t *parked;          /* requests waiting for a version or a writer */
     struct pp__home *next_free;
     /* commands about this record, never allocated: publish_queued says
-     * the publish command is in the queue (a second one adds nothing) */
+     * the publish command is in the queue (a second one adds nothing);
+     * only the progress thread clears it, when it takes the command, never
+     * a reuse of the record (home.c, pp__home_add) */
     _Atomic bool publish_queued;
     pp__cmd_t publish_cmd, kill_cmd;
     /* progress thread only: killed while a serve was in flight (or a write
      * pin held): recycled when the last serve is done, never before */
     bool zombie;
-    /* Whether a write unpin must tell anyone: a request is parked here
-     * (set by the progress thread before it parks, then it looks again),
-     * or a thread of this rank waits for a version (counted around the
-     * wait).  Without either, a write unpin takes no lock. */
+    /* Whether a writer's release (home.c, release_writer) must tell
+     * anyone: a request is parked here (set by the progress thread before
+     * it parks, then it looks again), or a thread of this rank waits for a
+     * version (counted around the wait; not reset at reuse: a waiter of an
+     * earlier life counts itself out).  Without either, a write unpin
+     * takes no lock. */
     _Atomic bool has_parked;
     _Atomic uint32_t local_waiters;
 } pp__home_t;

@@ -103,6 +103,14 @@ static void pin_start(pinner_t *p, pthread_t *th, pp_mpi_t *m, pp_gref_t g, unsi
     cr_assert_eq(pthread_create(th, NULL, pinner_main, p), 0);
 }
 
+/* pin_start of version v of g (a future: the pin waits until it is
+ * published). */
+static void pin_version_start(pinner_t *p, pthread_t *th, pp_mpi_t *m, pp_gref_t g, uint32_t v)
+{
+    g.version = v;
+    pin_start(p, th, m, g, 0);
+}
+
 static bool pin_done(pinner_t *p) { return atomic_load(&p->rc) != -99; }
 
 /* The home record of g (the test looks at its flags, never writes them). */
@@ -451,11 +459,9 @@ Test(home, home_pin_waiting_for_a_version_fails_when_the_entry_dies)
     world_up(&W, 2, 34, 2, 0);
     pp_gref_t a = put_on(&W, 0, 1, 4096);
     pp__home_t *h = record_of(&W, a);
-    pp_gref_t v2 = a;
-    v2.version = 2;
     pinner_t p;
     pthread_t th;
-    pin_start(&p, &th, W.m[0], v2, 0);
+    pin_version_start(&p, &th, W.m[0], a, 2);
     cr_assert(WAIT_UNTIL(atomic_load(&h->local_waiters) == 1, TEST_WAIT_MS),
               "the pin never waited for version 2");
     assert_rc(pp_mpi_release(W.m[0], a), 0);   /* the last owner: the entry dies */
@@ -487,11 +493,9 @@ Test(home, publish_queued_through_a_records_death_and_reuse_loses_no_command)
     give(&W, 1, 0, e);
     assert_rc(pp_mpi_release(W.m[1], e), 0);
     pp__home_t *h = record_of(&W, a);
-    pp_gref_t a2 = a;
-    a2.version = 2;
     pinner_t pa;
     pthread_t tha;
-    pin_start(&pa, &tha, W.m[1], a2, 0);
+    pin_version_start(&pa, &tha, W.m[1], a, 2);
     cr_assert(WAIT_UNTIL(atomic_load(&h->has_parked), TEST_WAIT_MS));
     /* hold rank 0's progress thread in a serve */
     pinner_t pb;
@@ -527,9 +531,7 @@ Test(home, publish_queued_through_a_records_death_and_reuse_loses_no_command)
               "a's record was never recycled");
     pp_gref_t n = put_on(&W, 0, 3, 4096);
     cr_assert_eq(record_of(&W, n), h, "the next put reuses a's record");
-    pp_gref_t n2 = n;
-    n2.version = 2;
-    pin_start(&pa, &tha, W.m[1], n2, 0);
+    pin_version_start(&pa, &tha, W.m[1], n, 2);
     cr_assert(WAIT_UNTIL(atomic_load(&h->has_parked), TEST_WAIT_MS));
     assert_rc(pp_mpi_pin(W.m[0], n, PP_PIN_WRITE, &d, NULL), 0);
     memset((char *)d + 64, 0x33, 64);   /* past the counting type's header */

@@ -85,7 +85,8 @@
  *  (pp_mpi_create returns PP_ENOTSUP below that).  pp_mpi_create and
  *  pp_mpi_destroy are collective over the communicator and call MPI from
  *  the calling thread, before the progress thread starts and after it
- *  stops.  Every other call may be made from any thread.  An idle
+ *  stops.  Every other call may be made from any thread; a home write pin
+ *  is dropped on the thread that took it (pp_mpi_unpin).  An idle
  *  progress thread polls with a backoff to 1 ms sleeps: little CPU, and
  *  up to that long for the first request after an idle spell.
  * ---------------------------------------------------------------------------
@@ -173,9 +174,14 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * ref.version: a hit is a local lookup and a local pin, no MPI call; a
  * miss asks the home and waits (PP_PIN_NOWAIT: PP_EAGAIN at once, the
  * request sent).  A home pin of a version not yet published waits for
- * it the same way; a home PP_PIN_WRITE also waits (PP_PIN_NOWAIT:
- * PP_EAGAIN) while a copy of the entry is being sent.  *got: the version
- * pinned (may be NULL; a home write pin: the version it writes over).
+ * it the same way (PP_ESTALE if the entry dies meanwhile); a home
+ * PP_PIN_WRITE also waits (PP_PIN_NOWAIT: PP_EAGAIN) while a copy of the
+ * entry is being sent.  A home write pin belongs to the thread that took
+ * it: only that thread's write unpin drops it (docs/mpi.md).  A thread
+ * counts its home write pins in memory of its own, made at its first one
+ * and grown as it holds more (PP_ENOMEM if that fails: no pin taken).
+ * *got: the version pinned (may be NULL; a home write pin: the version
+ * it writes over).  A home write pin that fails publishes nothing.
  * Errors: those of pp_pin, PP_EINVAL (garbage rank, PP_REF_NONE, unknown
  * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a typed entry whose type
  * is not registered at its home or here), PP_ESTALE (the home's entry is
@@ -188,17 +194,22 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * (without memory for it, pins still work, without hints, counted in
  * shared counters). */
 PP_API int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
-/* Pins n refs, all or none (on failure the pins taken are dropped and the
- * first error returned); data: n pointers, got: n versions or NULL.  The
- * remote misses are all requested before the first wait. */
+/* Pins n refs, all or none: on failure the pins taken are dropped and the
+ * first error returned.  A write pin dropped so publishes no version.
+ * data: n pointers, got: n versions or NULL.  The remote misses are all
+ * requested before the first wait. */
 PP_API int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags,
                            void **data, uint32_t *got);
 /* Drops a pin taken by pp_mpi_pin or pp_mpi_pin_many.  flags: the pin's
  * flags (PP_PIN_WRITE matters: a home write pin's unpin publishes the next
  * version); data: the pointer the pin gave (a remote pin's copy is found
  * from it, with no lookup: several versions of one ref may be pinned here
- * at once).  Errors: PP_EINVAL (data is not a pin of ref), those of
- * pp_unpin.  No lock, no MPI call. */
+ * at once).  With PP_PIN_WRITE, the calling thread must hold a write pin
+ * of ref; if it holds none (a read pin, or another thread's write pin),
+ * the call is PP_ENOTPINNED and changes nothing: every writer keeps its
+ * pin.  Errors: PP_EINVAL (data is not a pin of ref), PP_ENOTPINNED,
+ * those of pp_unpin.  No MPI call; no lock, but a home write unpin takes
+ * one to wake threads or requests waiting for what it publishes. */
 PP_API int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
 /* Starts fetching a remote ref's copy of at least ref.version, without
  * waiting (a home ref: pp_prefetch).  The copy is installed when it

@@ -75,9 +75,14 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
     h->zombie = false;
     atomic_store_explicit(&h->version, 1, memory_order_relaxed);
     atomic_store_explicit(&h->rw, 0, memory_order_relaxed);
-    atomic_store_explicit(&h->publish_queued, false, memory_order_relaxed);
     atomic_store_explicit(&h->has_parked, false, memory_order_relaxed);
-    atomic_store_explicit(&h->local_waiters, 0, memory_order_relaxed);
+    /* publish_queued and local_waiters are not reset: a thread that found
+     * the record in an earlier life may still be about to change them (a
+     * late write release queues the publish command, a woken waiter
+     * counts itself out).  Reset, the flag would let the command be
+     * pushed a second time while it is still in the queue, which cuts the
+     * queue; a command taken late only makes the progress thread look at
+     * the record's parked requests again. */
     /* release: the fields above are set before a reader can match the key */
     atomic_store_explicit(&h->ref, ref, memory_order_release);
     if (!pp__ht_set(&m->home, ref, (uint64_t)(uintptr_t)h)) {
@@ -101,9 +106,13 @@ void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
     pthread_mutex_lock(&m->home_mu);
     (void)pp__ht_remove(&m->home, ref);
     pthread_mutex_unlock(&m->home_mu);
-    /* relaxed: readers that still hold h check the key after claiming and
-     * the pool's own generation check refuses a pin of the dead entry */
-    atomic_store_explicit(&h->ref, 0, memory_order_relaxed);
+    /* seq_cst: readers that still hold h check the key after claiming and
+     * the pool's own generation check refuses a pin of the dead entry; a
+     * thread waiting for a version reads the key after counting itself in
+     * local_waiters, which pp__home_killed reads after this store: either
+     * that load sees the waiter and wakes it, or the waiter sees the key
+     * gone (wait_version) */
+    atomic_store(&h->ref, 0);
     pp__wset_free(&h->out);
     h->kill_cmd = (pp__cmd_t){ .kind = PP__CMD_KILL, .home = h };
     h->kill_cmd.rec.ref = ref;
@@ -115,25 +124,65 @@ void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
 
 /* ---- pins on the home ------------------------------------------------------ */
 
-/* Waits until h has published at least need (req_mu's pub_cv).  0, or
- * PP_EAGAIN with PP_PIN_NOWAIT. */
-static int wait_version(pp_mpi_t *m, pp__home_t *h, uint32_t need, unsigned flags)
+/* Waits until h has published at least need (req_mu's pub_cv).  0;
+ * PP_EAGAIN with PP_PIN_NOWAIT; PP_ESTALE if h died meanwhile (its key is
+ * no longer ref: pp__home_killed wakes the waiters). */
+static int wait_version(pp_mpi_t *m, pp__home_t *h, pp_ref_t ref, uint32_t need, unsigned flags)
 {
-    /* acquire: pairs with the release increment in pp__home_unpin */
+    /* acquire: pairs with the release increment in release_writer */
     if (atomic_load_explicit(&h->version, memory_order_acquire) >= need)
         return 0;
     if (flags & PP_PIN_NOWAIT)
         return PP_EAGAIN;
+    int rc = 0;
     pthread_mutex_lock(&m->req_mu);
-    /* seq_cst, with the version load after it and the unpin's increment
-     * and waiter load: either the unpin sees us waiting and broadcasts
-     * (under req_mu, so not before we wait), or we see its version */
+    /* seq_cst, with the version and key loads after it, and the write
+     * release's increment and waiter load (and the kill's key store and
+     * pp__home_killed's waiter load): either the other side sees us
+     * waiting and broadcasts (under req_mu, so not before we wait), or we
+     * see its change */
     atomic_fetch_add(&h->local_waiters, 1);
-    while (atomic_load(&h->version) < need)
+    while (atomic_load(&h->version) < need) {
+        if (atomic_load(&h->ref) != ref) {
+            rc = PP_ESTALE;
+            break;
+        }
         pthread_cond_wait(&m->pub_cv, &m->req_mu);
+    }
     atomic_fetch_sub(&h->local_waiters, 1);
     pthread_mutex_unlock(&m->req_mu);
-    return 0;
+    return rc;
+}
+
+/* Ends one writer's place in h, taken by pp__home_pin: every path that
+ * takes the place back comes here, the write unpin (publish: the next
+ * version) and every failure or rollback (nothing written: no version).
+ * Either way a serve parked behind the writer may go now, so the progress
+ * thread is told (one queued command per record: it rereads the record),
+ * and threads waiting for a version are woken.  h may have died and been
+ * reused since (a pin that found it in an earlier life): what it tells is
+ * then only a look for nothing. */
+static void release_writer(pp_mpi_t *m, pp__home_t *h, bool publish)
+{
+    /* seq_cst (release at least: a reader that sees the new version sees
+     * the data written under this pin): ordered before the loads of
+     * local_waiters and has_parked below, against wait_version and park */
+    if (publish)
+        atomic_fetch_add(&h->version, 1);
+    /* seq_cst: release pairs with a serve's acquire CAS (the writes come
+     * before the send that reads them), and orders the has_parked load
+     * after it */
+    atomic_fetch_sub(&h->rw, PP__RW_WRITER);
+    if (publish && atomic_load(&h->local_waiters) != 0) {
+        pthread_mutex_lock(&m->req_mu);
+        pthread_cond_broadcast(&m->pub_cv);
+        pthread_mutex_unlock(&m->req_mu);
+    }
+    if (atomic_load(&h->has_parked) &&
+        !atomic_exchange_explicit(&h->publish_queued, true, memory_order_acq_rel)) {
+        h->publish_cmd = (pp__cmd_t){ .kind = PP__CMD_PUBLISH, .home = h };
+        pp__mpi_push(m, &h->publish_cmd);
+    }
 }
 
 int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got)
@@ -141,7 +190,7 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
     pp__home_t *h = pp__home_find(m, ref.ref);
     if (h == NULL)
         return PP_ESTALE;
-    int rc = wait_version(m, h, ref.version, flags);
+    int rc = wait_version(m, h, ref.ref, ref.version, flags);
     if (rc != 0)
         return rc;
     if (flags & PP_PIN_WRITE) {
@@ -164,14 +213,18 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
                 break;
         }
         if (atomic_load_explicit(&h->ref, memory_order_relaxed) != ref.ref) {
-            atomic_fetch_sub_explicit(&h->rw, PP__RW_WRITER, memory_order_relaxed);
+            release_writer(m, h, false);
             return PP_ESTALE;
         }
     }
     rc = pp_pin(m->pool, ref.ref, flags, data);
+    if (rc == 0 && (flags & PP_PIN_WRITE) && pp__wpin_add(m->id, ref.ref) != 0) {
+        (void)pp_unpin(m->pool, ref.ref);
+        rc = PP_ENOMEM;
+    }
     if (rc != 0) {
         if (flags & PP_PIN_WRITE)
-            atomic_fetch_sub_explicit(&h->rw, PP__RW_WRITER, memory_order_relaxed);
+            release_writer(m, h, false);
         return rc;
     }
     if (got != NULL)
@@ -179,39 +232,23 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
     return 0;
 }
 
-int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
+int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, bool publish)
 {
-    (void)data;
     if (!(flags & PP_PIN_WRITE))
         return pp_unpin(m->pool, ref.ref);
-    pp__home_t *h = pp__home_find(m, ref.ref);
-    if (h == NULL)
-        return pp_unpin(m->pool, ref.ref);   /* the record died under the pin: no one to tell */
-    if (atomic_load_explicit(&h->rw, memory_order_relaxed) < PP__RW_WRITER)
+    /* Only a thread that holds a write pin of ref drops one: a read pin
+     * dropped with PP_PIN_WRITE is refused, whoever else writes. */
+    uint32_t *mine = pp__wpin_find(m->id, ref.ref);
+    if (mine == NULL)
         return PP_ENOTPINNED;
     int rc = pp_unpin(m->pool, ref.ref);
     if (rc != 0)
         return rc;
-    /* seq_cst (release at least: a reader that sees the new version sees
-     * the data written under this pin): ordered before the loads of
-     * local_waiters and has_parked below, against wait_version and park */
-    atomic_fetch_add(&h->version, 1);
-    /* seq_cst: pairs with a serve's acquire CAS (the writes come before the
-     * send that reads them), and orders the has_parked load after it */
-    atomic_fetch_sub(&h->rw, PP__RW_WRITER);
-    if (atomic_load(&h->local_waiters) != 0) {
-        pthread_mutex_lock(&m->req_mu);
-        pthread_cond_broadcast(&m->pub_cv);
-        pthread_mutex_unlock(&m->req_mu);
-    }
-    /* Tell the progress thread, whose parked requests may now be served;
-     * one queued command per record is enough (it rereads the version). */
-    if (atomic_load(&h->has_parked) &&
-        !atomic_exchange_explicit(&h->publish_queued, true, memory_order_acq_rel)) {
-        h->publish_cmd = (pp__cmd_t){ .kind = PP__CMD_PUBLISH, .home = h };
-        h->publish_cmd.rec.ref = ref.ref;
-        pp__mpi_push(m, &h->publish_cmd);
-    }
+    --*mine;
+    pp__home_t *h = pp__home_find(m, ref.ref);
+    if (h != NULL)
+        release_writer(m, h, publish);
+    /* else the record died under the pin: it stays a zombie (pp__home_killed) */
     return 0;
 }
 
@@ -412,6 +449,14 @@ void pp__home_retry(pp_mpi_t *m)
 
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
 {
+    /* seq_cst: after the kill's store of the key (wait_version) */
+    if (atomic_load(&h->local_waiters) != 0) {
+        /* threads of this rank waiting for a version that will never come:
+         * they see the key gone and return PP_ESTALE */
+        pthread_mutex_lock(&m->req_mu);
+        pthread_cond_broadcast(&m->pub_cv);
+        pthread_mutex_unlock(&m->req_mu);
+    }
     pp__parked_t *p = h->parked;
     h->parked = NULL;
     while (p != NULL) {

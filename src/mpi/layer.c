@@ -397,7 +397,8 @@ int pp_mpi_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t
     return pp__remote_pin(m, ref, flags, data, got);
 }
 
-int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
+/* publish: see pp__home_unpin. */
+static int unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data, bool publish)
 {
     if (m == NULL || (flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0)
         return PP_EINVAL;
@@ -405,10 +406,15 @@ int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
     if (rc != 0)
         return rc;
     if (ref.rank == (uint32_t)m->rank)
-        return pp__home_unpin(m, ref, flags, data);
+        return pp__home_unpin(m, ref, flags, publish);
     if (flags & PP_PIN_WRITE)
         return PP_ENOTSUP;
     return pp__remote_unpin(m, ref, flags, data);
+}
+
+int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
+{
+    return unpin(m, ref, flags, data, true);
 }
 
 int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags, void **data,
@@ -424,8 +430,10 @@ int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigned flags
     for (size_t i = 0; i < n; i++) {
         int rc = pp_mpi_pin(m, refs[i], flags, &data[i], got != NULL ? &got[i] : NULL);
         if (rc != 0) {
+            /* All or none: the pins taken are dropped, and a write pin's
+             * drop publishes nothing (nothing was written under it). */
             while (i-- > 0)
-                (void)pp_mpi_unpin(m, refs[i], flags, data[i]);
+                (void)unpin(m, refs[i], flags, data[i], false);
             return rc;
         }
     }

@@ -111,16 +111,20 @@ typedef struct pp__home {
     pp__parked_t *parked;          /* requests waiting for a version or a writer */
     struct pp__home *next_free;
     /* commands about this record, never allocated: publish_queued says
-     * the publish command is in the queue (a second one adds nothing) */
+     * the publish command is in the queue (a second one adds nothing);
+     * only the progress thread clears it, when it takes the command, never
+     * a reuse of the record (home.c, pp__home_add) */
     _Atomic bool publish_queued;
     pp__cmd_t publish_cmd, kill_cmd;
     /* progress thread only: killed while a serve was in flight (or a write
      * pin held): recycled when the last serve is done, never before */
     bool zombie;
-    /* Whether a write unpin must tell anyone: a request is parked here
-     * (set by the progress thread before it parks, then it looks again),
-     * or a thread of this rank waits for a version (counted around the
-     * wait).  Without either, a write unpin takes no lock. */
+    /* Whether a writer's release (home.c, release_writer) must tell
+     * anyone: a request is parked here (set by the progress thread before
+     * it parks, then it looks again), or a thread of this rank waits for a
+     * version (counted around the wait; not reset at reuse: a waiter of an
+     * earlier life counts itself out).  Without either, a write unpin
+     * takes no lock. */
     _Atomic bool has_parked;
     _Atomic uint32_t local_waiters;
 } pp__home_t;
@@ -276,7 +280,9 @@ pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref);
 int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__home_t **out);
 void pp__home_kill(pp_mpi_t *m, pp__home_t *h);       /* own_mu held */
 int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
-int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
+/* publish: a write unpin publishes the next version; false: a rollback
+ * drops the write pin of a call that failed (nothing was written). */
+int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, bool publish);
 void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
 void pp__home_publish(pp_mpi_t *m, pp__home_t *h);                         /* progress */
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h);                          /* progress */

@@ -28,6 +28,7 @@ static void tls_free(void *p)
 {
     if (pp__tls == p)
         pp__tls = NULL;
+    free(((pp__tls_t *)p)->wpin);
     free(p);
 }
 
@@ -124,4 +125,45 @@ void pp__thr_free(pp_mpi_t *m)
         free(b);
     }
     m->thr = NULL;
+}
+
+/* ---- home write pins ------------------------------------------------------ */
+
+uint32_t *pp__wpin_find(uint64_t layer, uint64_t ref)
+{
+    pp__tls_t *t = pp__tls;
+    if (t == NULL)
+        return NULL;
+    for (uint32_t i = 0; i < t->nwpin; i++) {
+        pp__wpin_t *w = &t->wpin[i];
+        if (w->n != 0 && w->layer == layer && w->ref == ref)
+            return &w->n;
+    }
+    return NULL;
+}
+
+int pp__wpin_add(uint64_t layer, uint64_t ref)
+{
+    uint32_t *n = pp__wpin_find(layer, ref);
+    if (n != NULL) {
+        ++*n;
+        return 0;
+    }
+    pp__tls_t *t = pp__tls_get();
+    if (t == NULL)
+        return PP_ENOMEM;
+    uint32_t i = 0;
+    while (i < t->nwpin && t->wpin[i].n != 0)
+        i++;
+    if (i == t->nwpin) {
+        uint32_t cap = t->nwpin != 0 ? 2 * t->nwpin : 8;
+        pp__wpin_t *w = realloc(t->wpin, cap * sizeof *w);
+        if (w == NULL)
+            return PP_ENOMEM;
+        memset(w + t->nwpin, 0, (cap - t->nwpin) * sizeof *w);
+        t->wpin = w;
+        t->nwpin = cap;
+    }
+    t->wpin[i] = (pp__wpin_t){ layer, ref, 1 };
+    return 0;
 }

@@ -12,7 +12,11 @@
  *  - counters: a block per (thread, layer), {hits, pins}, written by its
  *    thread alone with relaxed loads and stores (no read-modify-write),
  *    linked into the layer's list (thr_mu, taken once per thread and
- *    layer) and summed by pp_mpi_stats and pp_mpi_destroy.
+ *    layer) and summed by pp_mpi_stats and pp_mpi_destroy;
+ *  - home write pins: (layer, home ref) -> how many write pins of it this
+ *    thread holds.  A write unpin is taken only from a thread that holds
+ *    one: a read pin's data pointer is the same as a write pin's, so the
+ *    thread is what tells the write pin apart (home.c).
  *
  * A layer is named by its id, unique in the process (never reused, unlike
  * its address), in hints and in the thread's cache of its blocks: once a
@@ -49,8 +53,17 @@ typedef struct pp__thr {
     struct pp__thr *next;       /* the layer's list (thr_mu) */
 } __attribute__((aligned(64))) pp__thr_t;
 
+/* Home write pins a thread holds of one ref; n == 0: a free slot. */
+typedef struct pp__wpin {
+    uint64_t layer;
+    uint64_t ref;
+    uint32_t n;
+} pp__wpin_t;
+
 typedef struct pp__tls {
     uint64_t tid;               /* this thread's serial: unique in the process */
+    pp__wpin_t *wpin;           /* nwpin slots, grown by doubling (its own memory) */
+    uint32_t nwpin;
     uint64_t layer[PP__THR_CACHED];   /* [0]: the layer used last */
     pp__thr_t *thr[PP__THR_CACHED];   /* followed only while layer[i] is live:
                                          the caller's layer has that id */
@@ -65,6 +78,12 @@ pp__tls_t *pp__tls_make(void);                   /* NULL: no memory */
 pp__thr_t *pp__thr_slow(struct pp_mpi *m);       /* NULL: no memory */
 void pp__thr_sum(struct pp_mpi *m, uint64_t *hits, int64_t *pins);
 void pp__thr_free(struct pp_mpi *m);             /* destroy */
+/* The calling thread's count of home write pins of ref through the layer
+ * of that id, or NULL if it holds none.  No lock, no allocation. */
+uint32_t *pp__wpin_find(uint64_t layer, uint64_t ref);
+/* Counts one more such pin for the calling thread.  0, or PP_ENOMEM (its
+ * state, or a bigger array, could not be made). */
+int pp__wpin_add(uint64_t layer, uint64_t ref);
 
 /* This thread's state, made at its first use; NULL: no memory. */
 static inline pp__tls_t *pp__tls_get(void)

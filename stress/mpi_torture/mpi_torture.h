@@ -30,6 +30,7 @@ typedef struct opts {
     size_t mem_limit;
     const char *swap;
     unsigned delay, dup;
+    bool home_ops;               /* write batches and deaths under pins (worker.c) */
 } opts_t;
 extern opts_t g_opt;
 extern atomic_int g_failed;
@@ -92,6 +93,13 @@ typedef struct rank {
     struct {
         uint64_t puts, pins, writes, sent, imported;
     } n;                         /* summed from the workers at the end */
+    struct {                     /* --home-ops: the home side's own paths */
+        atomic_uint_fast64_t batches, written;        /* write batches made, refs written */
+        atomic_uint_fast64_t fail_stale, fail_remote, fail_busy;   /* failed batches, by cause */
+        atomic_uint_fast64_t rolled_back;             /* write pins dropped by them */
+        atomic_uint_fast64_t pinned_release, write_pinned_release;   /* owner released under a pin */
+        atomic_uint_fast64_t died_pinned;             /* the record seen dead under the pin */
+    } hx;
 } rank_t;
 
 void failf(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

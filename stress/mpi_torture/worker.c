@@ -249,6 +249,182 @@ static void op_stale(worker_t *w)
         failf(R->rank, "pin of a ref with a garbage rank was not PP_EINVAL");
 }
 
+/* ---- --home-ops: write batches and deaths under pins --------------------- */
+
+/* Whether this worker writes o: only the worker that put an entry does,
+ * on its home. */
+static bool writable(const worker_t *w, const owned_t *o)
+{
+    return o->creator && o->g.rank == (uint32_t)w->R->rank;
+}
+
+/* Whether the home has published version v of g (only its writer, this
+ * worker, publishes: nothing races with the answer).  A home pin of v
+ * with PP_PIN_NOWAIT, dropped at once. */
+static bool home_published(worker_t *w, pp_gref_t g, uint32_t v)
+{
+    g.version = v;
+    void *d;
+    int rc = pp_mpi_pin(w->R->m, g, PP_PIN_NOWAIT, &d, NULL);
+    if (rc == 0 && pp_mpi_unpin(w->R->m, g, 0, d) != 0)
+        failf(w->R->rank, "unpin of a probe pin failed");
+    else if (rc != 0 && rc != PP_EAGAIN)
+        failf(w->R->rank, "probe pin of version %u: %s", v, pp_err_name(rc));
+    return rc == 0;
+}
+
+/* Writes up to 3 of this worker's home entries in one pp_mpi_pin_many
+ * (PP_PIN_WRITE | PP_PIN_NOWAIT).  One batch in two has a ref that must
+ * fail put in it, a dead ref (PP_ESTALE) or a remote ref (PP_ENOTSUP), so
+ * the write pins before it are rolled back; any batch may also fail with
+ * PP_EAGAIN (a copy of one of its entries is being sent, or, with swap,
+ * one is out).  A failed batch must publish no version: the next version
+ * of each entry is looked for at once, and the content checks of every
+ * later pin would catch a version whose bytes nobody wrote. */
+static void op_write_many(worker_t *w)
+{
+    rank_t *R = w->R;
+    pp_gref_t g[4];
+    void *d[4];
+    uint32_t got[4];
+    int idx[4], k = 0;
+    int want = (int)(1 + rnd(w) % 3);
+    for (int j = 0; j < want; j++) {
+        int i = (int)(rnd(w) % (uint64_t)w->n);
+        bool dup = false;
+        for (int q = 0; q < k; q++)
+            dup |= idx[q] == i;
+        if (dup || !writable(w, &w->own[i]))
+            continue;
+        idx[k] = i;
+        g[k] = w->own[i].g;
+        g[k].version = w->own[i].known;
+        k++;
+    }
+    int bad = -1;                /* the position of the ref that must fail */
+    int cause = (int)(rnd(w) % 4);   /* 0: a dead ref, 1: a remote ref, else none */
+    pp_gref_t wrong = { 0, 0, 0 };
+    if (cause == 0) {
+        wrong = (pp_gref_t){ (pp_ref_t)(rnd(w) | (1ull << 62)), (uint32_t)R->rank, 0 };
+    } else if (cause == 1) {
+        int i = (int)(rnd(w) % (uint64_t)w->n);
+        if (w->own[i].g.rank != (uint32_t)R->rank)
+            wrong = w->own[i].g;
+    }
+    if (wrong.ref != 0) {
+        bad = (int)(rnd(w) % (uint64_t)(k + 1));
+        for (int q = k; q > bad; q--) {
+            g[q] = g[q - 1];
+            idx[q] = idx[q - 1];
+        }
+        g[bad] = wrong;
+        idx[bad] = -1;
+    }
+    int n = k + (bad >= 0);
+    if (k == 0)
+        return;
+    atomic_fetch_add(&R->hx.batches, 1);
+    int rc = pp_mpi_pin_many(R->m, g, (size_t)n, PP_PIN_WRITE | PP_PIN_NOWAIT, d, got);
+    if (rc != 0) {
+        int expect = cause == 0 ? PP_ESTALE : PP_ENOTSUP;
+        if (rc == PP_EAGAIN) {
+            atomic_fetch_add(&R->hx.fail_busy, 1);
+        } else if (bad >= 0 && rc == expect) {
+            atomic_fetch_add(cause == 0 ? &R->hx.fail_stale : &R->hx.fail_remote, 1);
+            atomic_fetch_add(&R->hx.rolled_back, (uint64_t)bad);
+        } else {
+            failf(R->rank, "a write batch of %d refs: %s", n, pp_err_name(rc));
+            return;
+        }
+        for (int j = 0; j < n; j++) {
+            if (idx[j] < 0)
+                continue;
+            owned_t *o = &w->own[idx[j]];
+            if (home_published(w, o->g, o->known + 1))
+                failf(R->rank, "a write batch that failed (%s) published version %u of id "
+                               "%llu, which nobody wrote",
+                      pp_err_name(rc), o->known + 1, (unsigned long long)o->id);
+        }
+        return;
+    }
+    if (bad >= 0)
+        failf(R->rank, "a write batch with a %s ref in it succeeded",
+              cause == 0 ? "dead" : "remote");
+    for (int j = 0; j < n; j++) {
+        owned_t *o = &w->own[idx[j]];
+        void *bytes = (void *)(uintptr_t)ent_bytes(d[j], o->typed);
+        const char *why = got[j] != o->known ? "not the version its only writer made last"
+                                             : content_check(bytes, o->size, o->g.rank, o->id,
+                                                             got[j]);
+        if (why != NULL)
+            failf(R->rank, "write batch, id %llu (knew v%u, got v%u): %s",
+                  (unsigned long long)o->id, o->known, got[j], why);
+        content_fill(bytes, o->size, o->g.rank, o->id, got[j] + 1);
+    }
+    for (int j = n; j-- > 0;) {
+        owned_t *o = &w->own[idx[j]];
+        if (pp_mpi_unpin(R->m, g[j], PP_PIN_WRITE, d[j]) != 0)
+            failf(R->rank, "write unpin after a write batch");
+        o->known = got[j] + 1;
+    }
+    atomic_fetch_add(&R->hx.written, (uint64_t)n);
+    w->writes += (uint64_t)n;
+}
+
+/* Releases this worker's owner of own[i] while it holds a pin of it (a
+ * write pin, for an entry it writes): the entry may die under the pin
+ * (its home record with it), and the pin must still read (and write) its
+ * bytes and drop without error; an entry dead at home takes no new pin. */
+static void op_release_pinned(worker_t *w, int i)
+{
+    rank_t *R = w->R;
+    owned_t o = w->own[i];
+    if (!readable(w, &o))
+        return;
+    bool write = writable(w, &o) && rnd(w) % 2 == 0;
+    unsigned flags = write ? PP_PIN_WRITE : 0;
+    pp_gref_t g = o.g;
+    g.version = o.known;
+    void *d;
+    uint32_t got;
+    int rc = pp_mpi_pin(R->m, g, flags, &d, &got);
+    if (rc != 0) {
+        failf(R->rank, "%s pin of owned id %llu: %s", write ? "write" : "read",
+              (unsigned long long)o.id, pp_err_name(rc));
+        return;
+    }
+    rc = pp_mpi_release(R->m, o.g);
+    if (rc != 0)
+        failf(R->rank, "release under a pin: %s", pp_err_name(rc));
+    drop_at(w, i);
+    if (o.g.rank == (uint32_t)R->rank) {
+        /* at home: a pin now fails only if the record died */
+        void *d2;
+        pp_gref_t g0 = o.g;
+        g0.version = 0;
+        int prc = pp_mpi_pin(R->m, g0, PP_PIN_NOWAIT, &d2, NULL);
+        if (prc == PP_ESTALE)
+            atomic_fetch_add(&R->hx.died_pinned, 1);
+        else if (prc == 0)
+            (void)pp_mpi_unpin(R->m, g0, 0, d2);
+        else if (prc != PP_EAGAIN)
+            failf(R->rank, "pin of a released home ref: %s", pp_err_name(prc));
+    }
+    void *bytes = (void *)(uintptr_t)ent_bytes(d, o.typed);
+    const char *why = got < o.known ? "an older version than asked"
+                                    : content_check(bytes, o.size, o.g.rank, o.id, got);
+    if (why != NULL)
+        failf(R->rank, "id %llu v%u, pinned while its owner went: %s",
+              (unsigned long long)o.id, got, why);
+    if (write)
+        content_fill(bytes, o.size, o.g.rank, o.id, got + 1);
+    rc = pp_mpi_unpin(R->m, g, flags, d);
+    if (rc != 0)
+        failf(R->rank, "%s unpin after the owner went: %s", write ? "write" : "read",
+              pp_err_name(rc));
+    atomic_fetch_add(write ? &R->hx.write_pinned_release : &R->hx.pinned_release, 1);
+}
+
 static void one_op(worker_t *w)
 {
     rank_t *R = w->R;
@@ -287,6 +463,10 @@ static void one_op(worker_t *w)
         if (rc != 0)
             failf(R->rank, "release of an owned ref: %s", pp_err_name(rc));
         drop_at(w, i);
+    } else if (g_opt.home_ops && r < 98) {
+        op_write_many(w);
+    } else if (g_opt.home_ops) {
+        op_release_pinned(w, i);
     }
 }
 

@@ -152,6 +152,14 @@ uint64_t pp__mpi_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
+{
+    /* acquire: pairs with the test's release store of tp, after tp_ctx */
+    pp__mpi_tp_fn fn = atomic_load_explicit(&m->tp, memory_order_acquire);
+    if (fn != NULL)
+        fn(m, where, arg, m->tp_ctx);
+}
+
 void pp__mpi_wake(pp_mpi_t *m)
 {
     /* seq_cst bump and load: either the progress thread sees the new wake

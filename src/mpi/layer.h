@@ -75,6 +75,26 @@ _Static_assert(sizeof(pp__copy_hdr_t) == PP__COPY_HDR, "copy header is 64 bytes"
 
 struct pp__req;
 
+/* ---- test points ------------------------------------------------------
+ * Named places on the layer's cold paths where a test (tests/mpi) runs
+ * code of its own on the thread that reaches them, to hold that thread
+ * there and drive an interleaving deterministically.  m->tp, when set,
+ * is called as tp(m, where, arg, m->tp_ctx).  Off, a point costs one
+ * relaxed load and a branch; none sits on a hit or an unpin. */
+enum pp__mpi_tp {
+    PP__MPI_TP_MISS,       /* remote.c: a pin's lock-free look found no
+                              copy, before it takes req_mu (arg: NULL) */
+};
+typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
+/* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and
+ * pp__mpi_tp_run loads tp again with acquire before it reads tp_ctx. */
+#define PP__MPI_TP(m, where, arg)                                                   \
+    do {                                                                            \
+        if (__builtin_expect(atomic_load_explicit(&(m)->tp, memory_order_relaxed) != \
+                                 NULL, 0))                                          \
+            pp__mpi_tp_run((m), PP__MPI_TP_##where, (arg));                         \
+    } while (0)
+
 /* ---- commands: application threads -> the progress thread ------------ */
 enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL };
 typedef struct pp__cmd {
@@ -224,6 +244,9 @@ struct pp_mpi {
     pp__thr_t *thr;
     _Atomic int64_t spill_pins;
     _Atomic uint64_t spill_hits;
+    /* test points (above): set by tests only */
+    _Atomic(pp__mpi_tp_fn) tp;
+    void *tp_ctx;
     struct {
         _Atomic uint64_t misses, requests_served, bytes_fetched, bytes_served,
             weight_messages, refused_returns, refused_imports, weight_records;
@@ -261,6 +284,7 @@ int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_
                     struct pp__home *home);
 void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
 uint64_t pp__mpi_now_ns(void);
+void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
 /* ck_ht with direct 64-bit keys and values */
 bool pp__ht_init(ck_ht_t *ht);
 bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val);

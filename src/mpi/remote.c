@@ -111,6 +111,15 @@ static void unlink_req(pp_mpi_t *m, pp__req_t *req)
     }
 }
 
+/* req_mu held, after a lock-free look missed: whether a second look hits.
+ * An install that ended since then put its copy in the table before it
+ * took req_mu to finish its request, so with no request left to join, the
+ * copy is found here and the home is not asked again. */
+static bool hit_after_all(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
+{
+    return find_req(m, ref) == NULL && try_hit(m, ref, data, got) == 0;
+}
+
 /* req_mu held.  The request for ref, made if there is none; NULL: no memory. */
 static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
 {
@@ -238,7 +247,13 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
             pp__thr_count(m, 1, 1);
             return 0;
         }
+        PP__MPI_TP(m, MISS, NULL);
         pthread_mutex_lock(&m->req_mu);
+        if (hit_after_all(m, ref, data, got)) {
+            pthread_mutex_unlock(&m->req_mu);
+            pp__thr_count(m, 1, 1);
+            return 0;
+        }
         bool made;
         pp__req_t *req = start_req(m, ref, &made);
         if (req == NULL) {
@@ -310,6 +325,11 @@ int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref)
         return pp__remote_unpin(m, ref, 0, d);
     }
     pthread_mutex_lock(&m->req_mu);
+    if (hit_after_all(m, ref, &d, NULL)) {
+        pthread_mutex_unlock(&m->req_mu);
+        pp__thr_count(m, 0, 1);   /* the pin its unpin drops */
+        return pp__remote_unpin(m, ref, 0, d);
+    }
     bool made;
     pp__req_t *req = start_req(m, ref, &made);
     pthread_mutex_unlock(&m->req_mu);

@@ -100,7 +100,7 @@ static int flush_returns(pp_mpi_t *m, bool all)
         unsigned char *buf = malloc(len);
         if (buf == NULL)
             continue;   /* try again next turn */
-        pp__wire_return_pack(buf, (uint32_t)o->seq, o->rec, o->n);
+        pp__wire_return_pack(buf, o->seq, o->rec, o->n);
         /* A duplicate is harmless: the home drops a sequence number it saw. */
         if (pp__progress_send(m, r, PP__TAG_RETURN, buf, len, NULL, 0, PP__SEND_DUP_OK, NULL,
                               NULL) == 0) {
@@ -159,11 +159,13 @@ static void handle(pp_mpi_t *m, pp__msg_t *msg)
     }
     int kind = pp__wire_kind(msg->buf, msg->len);
     if (kind == PP__WIRE_RETURN) {
-        /* RETURN may arrive twice (transport duplicates): count it once */
+        /* RETURN may arrive twice (transport duplicates): count it once.
+         * The sequence number is 64-bit: seq + 1 cannot wrap (2^64
+         * messages from one rank). */
         size_t n;
-        uint32_t seq;
+        uint64_t seq;
         if (pp__wire_return_check(msg->buf, msg->len, &n, &seq) == 0 &&
-            pp__wset_add(&m->seen_seq[src], (pp__wiv_t){ seq, (uint64_t)seq + 1 }) != 0) {
+            pp__wset_add(&m->seen_seq[src], (pp__wiv_t){ seq, seq + 1 }) != 0) {
             m->t->ops->msg_free(m->t, msg);
             return;
         }

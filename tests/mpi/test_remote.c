@@ -66,3 +66,40 @@ Test(remote, miss_racing_an_install_takes_the_installed_copy)
     cr_assert_eq(world_down(&W), 0);
     world_free_ct(&W);
 }
+
+/* ---- weight returns past 2^32 messages --------------------------------- */
+
+Test(remote, weight_returns_past_two_to_the_32_are_not_duplicates)
+{
+    enum { N = 4 };
+    world_t W;
+    world_up(&W, 2, 32, 3, 0);
+    pp_gref_t g[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = put_on(&W, 0, (size_t)i + 1, 256);
+        give(&W, 0, 1, g[i]);
+        assert_rc(pp_mpi_release(W.m[0], g[i]), 0);
+    }
+    /* By hand, before any return: rank 1 has sent 2^32 - 2 returns to
+     * rank 0, and rank 0 has seen every one of them.  Each release below
+     * is one return message (the next waits for the home's free), with
+     * the sequence numbers 2^32 - 2, 2^32 - 1, 2^32 and 2^32 + 1.  The
+     * queue of commands orders these stores before the progress threads
+     * read them. */
+    const uint64_t start = UINT32_MAX - 1u;
+    W.m[1]->outbox[0].seq = start;
+    assert_rc(pp__wset_add(&W.m[0]->seen_seq[1], (pp__wiv_t){ 0, start }), 0);
+    for (int i = 0; i < N; i++) {
+        assert_rc(pp_mpi_release(W.m[1], g[i]), 0);
+        cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], (size_t)i + 1) == 1),
+                             TEST_WAIT_MS),
+                  "return %d (sequence number %#llx) never freed its entry: taken for a "
+                  "duplicate", i, (unsigned long long)(start + (uint64_t)i));
+    }
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[0], &st);
+    cr_assert_eq(st.refused_returns, 0);
+    cr_assert_eq(world_down(&W), 0);
+    cr_assert_eq(report_cap_count(&W.rep[0]), 0, "no report at the home");
+    world_free_ct(&W);
+}

@@ -87,7 +87,10 @@
  *  the calling thread, before the progress thread starts and after it
  *  stops.  Every other call may be made from any thread.  An idle
  *  progress thread polls with a backoff to 1 ms sleeps: little CPU, and
- *  up to that long for the first request after an idle spell.
+ *  up to that long for the first request after an idle spell.  A home
+ *  that must load a swapped entry to serve it does so on a second thread
+ *  (made at the first such request), so the progress thread never waits
+ *  on I/O.
  * ---------------------------------------------------------------------------
  */
 #ifndef PINPOOL_MPI_H
@@ -180,7 +183,9 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a typed entry whose type
  * is not registered at its home or here), PP_ESTALE (the home's entry is
  * dead or never was), PP_EIO (MPI failed; or the type's save failed at
- * the home, or its load here: both reported).
+ * the home, or its load here: both reported).  A remote pin of an entry
+ * swapped out at its home gets the error of the home's load: PP_EIO,
+ * PP_ECORRUPT, PP_ENOMEM (the swap copy stays; a later pin tries again).
  * A hit takes no lock, makes no MPI call and allocates nothing, once the
  * calling thread has pinned a remote ref through m before: a thread's
  * first remote pin through a layer allocates its per-thread state (hints

@@ -231,6 +231,8 @@ static void free_layer(pp_mpi_t *m)
     pthread_mutex_destroy(&m->req_mu);
     pthread_cond_destroy(&m->req_cv);
     pthread_cond_destroy(&m->pub_cv);
+    pthread_mutex_destroy(&m->load_mu);
+    pthread_cond_destroy(&m->load_cv);
     pp__types_unref(m->types);   /* lives on while typed copies do */
     free(m);
     pp__ht_unhold();
@@ -258,6 +260,8 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     pthread_mutex_init(&m->req_mu, NULL);
     pthread_cond_init(&m->req_cv, NULL);
     pthread_cond_init(&m->pub_cv, NULL);
+    pthread_mutex_init(&m->load_mu, NULL);
+    pthread_cond_init(&m->load_cv, NULL);
     size_t n = (size_t)m->size;
     m->cache = calloc(n, sizeof *m->cache);
     m->proxies = calloc(n, sizeof *m->proxies);
@@ -327,6 +331,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
     atomic_store_explicit(&m->finishing, 1, memory_order_release);   /* pairs with the progress thread's acquire */
     pp__mpi_wake(m);
     pthread_join(m->thread, NULL);
+    pp__loader_stop(m);
     int rc = m->progress_err;
     pp__home_destroy(m);
     pp__remote_destroy(m);

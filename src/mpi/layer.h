@@ -6,6 +6,7 @@
  *   home.c      the home side: records, write pins, versions, serving
  *   remote.c    the remote side: the cache of copies, requests, remote pins
  *   progress.c  the progress thread: messages in and out
+ *   loader.c    the home's loads for serves, on a thread of their own
  *   perthread.c each thread's hints and counters (perthread.h)
  *
  * Who touches what (docs/mpi.md, "Inside the layer"):
@@ -96,12 +97,13 @@ typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, voi
     } while (0)
 
 /* ---- commands: application threads -> the progress thread ------------ */
-enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL };
+enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL, PP__CMD_LOADED };
 typedef struct pp__cmd {
     int kind;
     uint32_t rank;                 /* RETURN: the home */
     pp__wire_return_t rec;         /* RETURN */
     struct pp__home *home;         /* PUBLISH, KILL */
+    struct pp__load *load;         /* LOADED (loader.c) */
     struct pp__cmd *next;
 } pp__cmd_t;
 
@@ -229,12 +231,20 @@ struct pp_mpi {
     uint64_t *sent_to, *recv_from; /* [size] messages (not counting duplicates) */
     uint64_t *fin_from;            /* [size] FIN's count, UINT64_MAX: none yet */
     pp__wset_t *seen_seq;          /* [size] RETURN sequence numbers seen */
-    pp__parked_t *retry;           /* requests whose home pin said PP_EAGAIN */
     unsigned unsent;               /* requests and mints not sent yet (req_mu) */
     int progress_err;              /* first transport failure */
     uint64_t awaiting;             /* requests and mints sent, not answered yet */
 
     struct pp__types *types;       /* typed.c: the registered types */
+
+    /* loader.c: serves whose entry is not resident wait here for a load
+     * on the loader thread (made at the first; joined at destroy) */
+    pthread_mutex_t load_mu;
+    pthread_cond_t load_cv;
+    struct pp__load *load_q;
+    bool load_stop;
+    bool loader_made;              /* progress thread, then destroy */
+    pthread_t loader;
 
     /* Remote pins held (destroy refuses while > 0) and hits: the sums of
      * the threads' blocks (perthread.h), plus what was counted here by a
@@ -304,7 +314,10 @@ int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data)
 void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
 void pp__home_publish(pp_mpi_t *m, pp__home_t *h);                         /* progress */
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h);                          /* progress */
-void pp__home_retry(pp_mpi_t *m);                                          /* progress */
+/* A serve's load on the loader thread ended with rc (0: the loader holds a
+ * pin of ref, dropped after this): serves the request, or answers rc. */
+void pp__home_loaded(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need,
+                     int rc);                                              /* progress */
 void pp__home_finish(pp_mpi_t *m);                                         /* progress */
 void pp__home_destroy(pp_mpi_t *m);
 
@@ -343,6 +356,13 @@ bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref);              /* 
 void pp__owners_return_local(pp_mpi_t *m, const pp__wire_return_t *rec, size_t n);
 void pp__owners_finish(pp_mpi_t *m);   /* destroy, before FIN: report and return */
 void pp__owners_destroy(pp_mpi_t *m);
+
+/* loader.c */
+/* Queues a load of ref for the request (src, id), which is served when it
+ * is done (pp__home_loaded): 0, PP_ENOMEM (nothing queued). */
+int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need); /* progress */
+void pp__loader_done(pp_mpi_t *m, struct pp__load *l);                     /* progress */
+void pp__loader_stop(pp_mpi_t *m);     /* destroy, after the progress thread */
 
 /* progress.c */
 void *pp__progress_main(void *arg);

@@ -3,8 +3,8 @@
  * calls the transport (so the only one that calls MPI).
  *
  * Each turn it takes the application threads' commands (weight to return,
- * publications, records to recycle), sends new requests, handles what
- * arrived, retries serves whose entry was being loaded, and sends the
+ * publications, records to recycle, serves whose load ended on the
+ * loader thread), sends new requests, handles what arrived, and sends the
  * weight returns that are due: one message per home holds every record
  * queued for it, sent once 256 are queued or the oldest has waited
  * RETURN_DELAY_NS.  It never blocks on anything but its own idle sleep:
@@ -143,6 +143,9 @@ static int take_commands(pp_mpi_t *m)
         case PP__CMD_KILL:
             pp__home_killed(m, c->home);
             break;
+        case PP__CMD_LOADED:
+            pp__loader_done(m, c->load);
+            break;
         }
         c = next;
         did++;
@@ -259,9 +262,6 @@ void *pp__progress_main(void *arg)
             handle(m, &msg);
             did++;
         }
-        bool retrying = m->retry != NULL;
-        if (retrying)
-            pp__home_retry(m);
         /* acquire: pairs with pp_mpi_destroy's release store: the owners it
          * gave back before are in the command queue we read next turn */
         bool finishing = atomic_load_explicit(&m->finishing, memory_order_acquire) != 0;
@@ -282,13 +282,13 @@ void *pp__progress_main(void *arg)
          * only while both ends call into it, so neither end may sleep. */
         bool waiting = m->awaiting != 0 || m->t->ops->sends_pending(m->t) != 0;
         uint64_t now = pp__mpi_now_ns();
-        if (waiting && did == 0 && !retrying) {
+        if (waiting && did == 0) {
             sched_yield();
             last_work = now;
             sleep_ns = 1000;
             continue;
         }
-        if (did != 0 || retrying) {
+        if (did != 0) {
             last_work = now;
             sleep_ns = 1000;
             continue;

@@ -186,6 +186,11 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * the home, or its load here: both reported).  A remote pin of an entry
  * swapped out at its home gets the error of the home's load: PP_EIO,
  * PP_ECORRUPT, PP_ENOMEM (the swap copy stays; a later pin tries again).
+ * A miss makes the copy with pp_put, whose errors are the caller's alone:
+ * PP_EDEADLK (a QSBR thread inside its section, the reclaim backlog at
+ * its mark: call pp_quiescent and pin again), PP_ENOMEM, PP_EAGAIN (with
+ * PP_PIN_NOWAIT).  The fetched bytes are then kept for the other threads
+ * waiting for them, or for the next pin.
  * A hit takes no lock, makes no MPI call and allocates nothing, once the
  * calling thread has pinned a remote ref through m before: a thread's
  * first remote pin through a layer allocates its per-thread state (hints

@@ -85,6 +85,9 @@ struct pp__req;
 enum pp__mpi_tp {
     PP__MPI_TP_MISS,       /* remote.c: a pin's lock-free look found no
                               copy, before it takes req_mu (arg: NULL) */
+    PP__MPI_TP_INSTALL,    /* remote.c: a pin claimed an arrived reply
+                              (INSTALLING), before it makes the copy
+                              (arg: the request; req_mu not held) */
 };
 typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
 /* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and

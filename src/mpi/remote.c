@@ -221,6 +221,18 @@ static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data,
     return 0;
 }
 
+/* After a failed install: whether the failure was the installing
+ * thread's alone, so the fetched bytes stay with the request (ARRIVED)
+ * for another waiter or the next pin: no room for a copy now (PP_EAGAIN
+ * with PP_PUT_NOWAIT, PP_ENOMEM), or a QSBR thread inside its section
+ * that may not wait for the reclaim backlog (PP_EDEADLK).  Otherwise (a
+ * typed copy's load failed: the bytes are bad) the request is finished
+ * with the error for all its waiters. */
+static bool installer_only(int rc)
+{
+    return rc == PP_EAGAIN || rc == PP_ENOMEM || rc == PP_EDEADLK;
+}
+
 /* req_mu held: req is finished (its waiters free it; see reap). */
 static void finish_req(pp_mpi_t *m, pp__req_t *req, int status)
 {
@@ -274,12 +286,13 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
         if (req->state == PP__REQ_ARRIVED) {
             req->state = PP__REQ_INSTALLING;
             pthread_mutex_unlock(&m->req_mu);
+            PP__MPI_TP(m, INSTALL, req);
             rc = install(m, req, flags & PP_PIN_NOWAIT ? PP_PUT_NOWAIT : 0, data, got);
             pthread_mutex_lock(&m->req_mu);
             mine = rc == 0;
             again = rc == PP_ESTALE;   /* the pool dropped it at once: fetch again */
-            if (rc == PP_EAGAIN) {
-                req->state = PP__REQ_ARRIVED;   /* no room now: the bytes wait here */
+            if (installer_only(rc)) {
+                req->state = PP__REQ_ARRIVED;   /* the bytes wait here for another try */
                 pthread_cond_broadcast(&m->req_cv);
             } else {
                 /* the other waiters look again: a hit, or a new fetch */
@@ -459,7 +472,7 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     pthread_mutex_unlock(&m->req_mu);
     int rc = install(m, req, PP_PUT_NOWAIT, NULL, NULL);
     pthread_mutex_lock(&m->req_mu);
-    if (rc == PP_EAGAIN || rc == PP_ENOMEM) {
+    if (installer_only(rc)) {
         req->state = PP__REQ_ARRIVED;   /* a pin installs it */
         pthread_cond_broadcast(&m->req_cv);
     } else {

@@ -118,33 +118,40 @@ typedef struct swap_home {
     faultdev_t *fd;                /* rank 0's swap device (the pool owns it) */
 } swap_home_t;
 
-/* world_up with rank 0's pool on a fault device: swap in a directory of
- * its own, HOME_LIMIT bytes in memory. */
-static void world_up_swap_home(world_t *W, swap_home_t *sh, uint64_t seed)
+/* world_up with rank r's pool made with opt[r] (reports captured), and
+ * rank 0's on the fault device fd0 if it is not NULL. */
+static void world_up_opts(world_t *W, uint64_t seed, const pp_options_t *opt, faultdev_t *fd0)
 {
     memset(W, 0, sizeof *W);
     W->n = 2;
     pp__inproc_chaos_t chaos = { seed, 3, 0 };
     cr_assert_eq(pp__inproc_world_create(2, &chaos, &W->w), 0);
-    snprintf(sh->dir, sizeof sh->dir, "%s", "/tmp/pp-remote-XXXXXX");
-    cr_assert_not_null(mkdtemp(sh->dir));
     for (int r = 0; r < 2; r++) {
-        pp_options_t opt = PP_OPTIONS_INIT;
+        pp_options_t o = opt[r];
         report_cap_init(&W->rep[r]);
-        report_cap_attach(&W->rep[r], &opt);
-        if (r == 0) {
-            opt.mem_limit = HOME_LIMIT;
-            opt.swap_dir = sh->dir;
-            sh->fd = faultdev_new();
-            cr_assert_not_null(sh->fd);
-            cr_assert_eq(faultdev_pool_create(&opt, sh->fd, &W->pool[0]), 0);
-        } else {
-            W->pool[r] = test_pool(&opt);
-        }
+        report_cap_attach(&W->rep[r], &o);
+        if (r == 0 && fd0 != NULL)
+            cr_assert_eq(faultdev_pool_create(&o, fd0, &W->pool[0]), 0);
+        else
+            W->pool[r] = test_pool(&o);
         W->ct[r] = ct_new(4096);
         cr_assert_eq(pp__mpi_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
                      0);
     }
+}
+
+/* world_up with rank 0's pool on a fault device: swap in a directory of
+ * its own, HOME_LIMIT bytes in memory. */
+static void world_up_swap_home(world_t *W, swap_home_t *sh, uint64_t seed)
+{
+    snprintf(sh->dir, sizeof sh->dir, "%s", "/tmp/pp-remote-XXXXXX");
+    cr_assert_not_null(mkdtemp(sh->dir));
+    pp_options_t opt[2] = { PP_OPTIONS_INIT, PP_OPTIONS_INIT };
+    opt[0].mem_limit = HOME_LIMIT;
+    opt[0].swap_dir = sh->dir;
+    sh->fd = faultdev_new();
+    cr_assert_not_null(sh->fd);
+    world_up_opts(W, seed, opt, sh->fd);
 }
 
 static const pp_type_t squeeze_type = { .name = "squeeze", .flags = PP_TYPE_NOSWAP };
@@ -259,4 +266,136 @@ Test(remote, failed_load_at_home_reaches_the_remote_pin)
     cr_assert_eq(world_down(&W), 0);
     world_free_ct(&W);
     cr_assert_eq(rmdir(sh.dir), 0, "the home's swap directory is left empty");
+}
+
+/* ---- an install that fails for the installing thread alone ------------- */
+
+/* Rank 1's frees of gate entries wait at this gate, so its reclaimer
+ * stops at the first and the backlog fills behind it. */
+#define GSIZE 4000u
+#define GBOUND (32u * (GSIZE + 64u))   /* the mark: 8 entries */
+
+static test_sig_t g_gate_open;
+static atomic_uint g_gate_entered;
+
+static void gate_free(void *data, size_t size, void *ctx)
+{
+    (void)size;
+    (void)ctx;
+    atomic_fetch_add(&g_gate_entered, 1);
+    TCHECK(sig_wait(&g_gate_open, 1), "the gate stayed closed");
+    free(data);
+}
+
+static const pp_type_t gate_type = { .name = "gate", .free = gate_free };
+
+/* Puts and releases gate entries on rank 1's node 0 until its backlog is
+ * at the mark (the reclaimer held at the gate by the first). */
+static void fill_backlog_to_mark(pp_pool_t *pool)
+{
+    pp_stats_t *st = malloc(sizeof *st);
+    cr_assert_not_null(st);
+    for (int i = 0; i < 1000; i++) {
+        test_stats(pool, st);
+        if (st->node[0].backlog_bytes >= st->backlog_mark)
+            break;
+        pp_ref_t r;
+        assert_rc(pp_put(pool, calloc(1, GSIZE), GSIZE, &gate_type, PP_ON_NODE(0), &r), 0);
+        assert_rc(pp_release(pool, r), 0);
+        if (i == 0)
+            cr_assert(WAIT_UNTIL(atomic_load(&g_gate_entered) == 1, TEST_WAIT_MS));
+    }
+    test_stats(pool, st);
+    cr_assert_geq(st->node[0].backlog_bytes, st->backlog_mark);
+    free(st);
+}
+
+typedef struct qsbr_pinner {
+    world_t *W;
+    pp_gref_t g;
+    pin_arg_t other;               /* the innocent waiter, started at INSTALL */
+    pthread_t other_th;
+    pp_ref_t held;                 /* a local entry of rank 1, to enter the section */
+    _Atomic int installs;          /* INSTALL points reached */
+    int rc;                        /* the QSBR thread's pin */
+} qsbr_pinner_t;
+
+/* At the first INSTALL (the QSBR thread's): another thread joins the same
+ * request and waits in it before the install goes on. */
+static void join_at_install(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx)
+{
+    qsbr_pinner_t *q = ctx;
+    if (where != PP__MPI_TP_INSTALL || atomic_fetch_add(&q->installs, 1) != 0)
+        return;
+    pp__req_t *req = arg;
+    TCHECK(pthread_create(&q->other_th, NULL, pin_main, &q->other) == 0, "pthread_create");
+    bool joined = WAIT_UNTIL(({
+                                 pthread_mutex_lock(&m->req_mu);
+                                 unsigned w = req->waiters;
+                                 pthread_mutex_unlock(&m->req_mu);
+                                 w == 2;
+                             }),
+                             TEST_WAIT_MS);
+    TCHECK(joined, "the second pin never joined the request");
+}
+
+/* A QSBR thread inside its section (it called pp_stat after its last
+ * pp_quiescent) pins a remote ref: it is the one to install the copy. */
+static void *qsbr_pin_main(void *arg)
+{
+    qsbr_pinner_t *q = arg;
+    pp_pool_t *pool = q->W->pool[1];
+    pp_quiescent(pool);
+    pp_entry_info_t info;
+    TCHECK(pp_stat(pool, q->held, &info) == 0, "pp_stat");   /* enters the section */
+    void *d = NULL;
+    q->rc = pp_mpi_pin(q->W->m[1], q->g, 0, &d, NULL);
+    if (q->rc == 0)
+        TCHECK(pp_mpi_unpin(q->W->m[1], q->g, 0, d) == 0, "unpin");
+    pp_quiescent(pool);
+    return NULL;
+}
+
+Test(remote, installer_in_a_qsbr_section_keeps_the_copy_for_other_waiters)
+{
+    sig_init(&g_gate_open);
+    atomic_store(&g_gate_entered, 0);
+    world_t W;
+    pp_options_t opt[2] = { PP_OPTIONS_INIT, PP_OPTIONS_INIT };
+    opt[1].reclaim_backlog = GBOUND;
+    world_up_opts(&W, 34, opt, NULL);
+    pp_gref_t g = put_on(&W, 0, 1, 4096);
+    give(&W, 0, 1, g);
+    qsbr_pinner_t q = { .W = &W, .g = g, .held = ct_put(W.pool[1], W.ct[1], 2, 64, 0) };
+    fill_backlog_to_mark(W.pool[1]);
+    q.other = (pin_arg_t){ .m = W.m[1], .g = g };
+    world_tp(W.m[1], join_at_install, &q);
+    pthread_t th;
+    test_thread_start(&th, qsbr_pin_main, &q);
+    test_thread_join(th);
+    TCHECK_NONE();
+    cr_assert_eq(atomic_load(&q.installs), 1, "the QSBR thread installed");
+    assert_rc(q.rc, PP_EDEADLK);   /* its own: it may not wait for the backlog */
+    /* The other waiter is innocent: it installs the fetched copy itself,
+     * waiting for the backlog like any put. */
+    cr_assert(WAIT_UNTIL(atomic_load(&q.other.done) ||
+                             STAT_NODE(W.pool[1], 0, backlog_waiting) == 1,
+                         TEST_WAIT_MS));
+    cr_assert(!atomic_load(&q.other.done), "the waiting thread got %s",
+              pp_err_name(q.other.rc));
+    sig_set(&g_gate_open, 1);
+    pthread_join(q.other_th, NULL);
+    world_tp(W.m[1], NULL, NULL);
+    assert_rc(q.other.rc, 0);
+    cr_assert(ct_check(q.other.d, 1, 4096), "the home's bytes");
+    assert_rc(pp_mpi_unpin(W.m[1], g, 0, q.other.d), 0);
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[1], &st);
+    cr_assert_eq(st.misses, 1, "the bytes fetched once were kept");
+    assert_rc(pp_release(W.pool[1], q.held), 0);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+    sig_destroy(&g_gate_open);
 }

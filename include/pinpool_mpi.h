@@ -149,7 +149,9 @@ PP_API int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *typ
  * entry the home alone may pin.  save runs on the progress thread, load
  * on the thread that installs the copy (the pinning thread, or the
  * progress thread for a prefetch); neither may call into the pool or the
- * layer.  The type must stay valid until the local pool is destroyed (a
+ * layer.  load must return new data: a load that returns data another
+ * copy here still holds is refused (the pin gets PP_EIO, reported), since
+ * the two copies' unpins could not be told apart.  The type must stay valid until the local pool is destroyed (a
  * copy may be freed after pp_mpi_destroy).  Not collective; no message.
  * Errors: PP_EINVAL (NULL m or type, id out of range, a type without save
  * or load or with PP_TYPE_DISCARD, id taken by another type, type

@@ -310,6 +310,8 @@ static void fill_backlog_to_mark(pp_pool_t *pool)
     free(st);
 }
 
+static _Thread_local bool tl_qsbr;   /* this is the QSBR pinner */
+
 typedef struct qsbr_pinner {
     world_t *W;
     pp_gref_t g;
@@ -317,6 +319,7 @@ typedef struct qsbr_pinner {
     pthread_t other_th;
     pp_ref_t held;                 /* a local entry of rank 1, to enter the section */
     _Atomic int installs;          /* INSTALL points reached */
+    _Atomic bool qsbr_first;       /* the first was the QSBR thread's */
     int rc;                        /* the QSBR thread's pin */
 } qsbr_pinner_t;
 
@@ -327,6 +330,7 @@ static void join_at_install(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void 
     qsbr_pinner_t *q = ctx;
     if (where != PP__MPI_TP_INSTALL || atomic_fetch_add(&q->installs, 1) != 0)
         return;
+    atomic_store(&q->qsbr_first, tl_qsbr);
     pp__req_t *req = arg;
     TCHECK(pthread_create(&q->other_th, NULL, pin_main, &q->other) == 0, "pthread_create");
     bool joined = WAIT_UNTIL(({
@@ -344,6 +348,7 @@ static void join_at_install(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void 
 static void *qsbr_pin_main(void *arg)
 {
     qsbr_pinner_t *q = arg;
+    tl_qsbr = true;
     pp_pool_t *pool = q->W->pool[1];
     pp_quiescent(pool);
     pp_entry_info_t info;
@@ -374,7 +379,7 @@ Test(remote, installer_in_a_qsbr_section_keeps_the_copy_for_other_waiters)
     test_thread_start(&th, qsbr_pin_main, &q);
     test_thread_join(th);
     TCHECK_NONE();
-    cr_assert_eq(atomic_load(&q.installs), 1, "the QSBR thread installed");
+    cr_assert(atomic_load(&q.qsbr_first), "the QSBR thread installed first");
     assert_rc(q.rc, PP_EDEADLK);   /* its own: it may not wait for the backlog */
     /* The other waiter is innocent: it installs the fetched copy itself,
      * waiting for the backlog like any put. */
@@ -398,4 +403,81 @@ Test(remote, installer_in_a_qsbr_section_keeps_the_copy_for_other_waiters)
     cr_assert_eq(world_down(&W), 0);
     world_free_ct(&W);
     sig_destroy(&g_gate_open);
+}
+
+/* ---- typed copies whose load hands out one object twice ---------------- */
+
+/* A type whose load returns one shared object (a contract breach: load
+ * must allocate new data), on rank 1; rank 0 loads fresh memory. */
+static unsigned char g_shared[64];
+
+static int shared_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
+{
+    (void)ctx;
+    return pp_write(w, data, size);
+}
+
+static int fresh_load(void **data, size_t size, pp_reader_t *r, void *ctx)
+{
+    (void)ctx;
+    void *p = malloc(size);
+    if (p == NULL || pp_read(r, p, size) != 0) {
+        free(p);
+        return -1;
+    }
+    *data = p;
+    return 0;
+}
+
+static int shared_load(void **data, size_t size, pp_reader_t *r, void *ctx)
+{
+    (void)ctx;
+    if (size > sizeof g_shared || pp_read(r, g_shared, size) != 0)
+        return -1;
+    *data = g_shared;
+    return 0;
+}
+
+static void fresh_free(void *data, size_t size, void *ctx)
+{
+    (void)size;
+    (void)ctx;
+    if (data != g_shared)
+        free(data);
+}
+
+static const pp_type_t home_typed = { .name = "typed", .save = shared_save, .load = fresh_load,
+                                      .free = fresh_free };
+static const pp_type_t shared_typed = { .name = "shared", .save = shared_save,
+                                        .load = shared_load, .free = fresh_free };
+
+Test(remote, typed_load_handing_out_data_in_use_is_refused)
+{
+    world_t W;
+    world_up(&W, 2, 35, 3, 0);
+    assert_rc(pp_mpi_type_register(W.m[0], 7, &home_typed), 0);
+    assert_rc(pp_mpi_type_register(W.m[1], 7, &shared_typed), 0);
+    pp_gref_t g[2];
+    for (int i = 0; i < 2; i++) {
+        unsigned char *b = malloc(sizeof g_shared);
+        memset(b, 0x10 + i, sizeof g_shared);
+        assert_rc(pp_mpi_put(W.m[0], b, sizeof g_shared, &home_typed, 0, &g[i]), 0);
+    }
+    void *d0 = NULL, *d1 = NULL;
+    assert_rc(pp_mpi_pin(W.m[1], g[0], 0, &d0, NULL), 0);
+    cr_assert_eq(d0, (void *)g_shared);
+    /* The second copy's load hands out the object the first copy holds:
+     * two copies could not be told apart at their unpins. */
+    int rc = pp_mpi_pin(W.m[1], g[1], 0, &d1, NULL);
+    cr_assert_eq(rc, PP_EIO, "a second copy of the same object: %s", pp_err_name(rc));
+    cr_assert(report_has(&W.rep[1], 0, "shared", "load", NULL), "reported on rank 1");
+    assert_rc(pp_mpi_unpin(W.m[1], g[0], 0, d0), 0);
+    /* the refused copy left nothing behind: a pin works once the object is free */
+    assert_rc(pp_mpi_pin(W.m[1], g[1], 0, &d1, NULL), 0);
+    cr_assert_eq(((unsigned char *)d1)[0], 0x11, "the second entry's bytes");
+    assert_rc(pp_mpi_unpin(W.m[1], g[1], 0, d1), 0);
+    for (int i = 0; i < 2; i++)
+        assert_rc(pp_mpi_release(W.m[0], g[i]), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
 }

@@ -14,9 +14,10 @@
  *               value: copying it owns nothing, as a pp_ref_t.
  *  Version      each home write pin, when unpinned, publishes a new
  *               version (the put publishes version 1).  A pin names the
- *               version it needs at least (0: the home's current one) and
- *               is told which one it got: a versioned ref is also a
- *               dataflow future.
+ *               version it needs at least (0 or 1: any, so a cached copy
+ *               answers it even when the home has a newer one; a miss
+ *               gets the home's current one) and is told which one it
+ *               got: a versioned ref is also a dataflow future.
  *  Owner        as in pinpool.h: an entry lives while it has owners.
  *               Owners on other ranks are counted by weight, never by
  *               increment messages: see "Owners across ranks".

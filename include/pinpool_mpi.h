@@ -48,7 +48,9 @@
  *   - the same token imported on two ranks: the first return is accepted,
  *     the second refused and reported at the home (refused_returns); the
  *     entry is never freed twice, but may be freed while the second
- *     holder holds it, whose pins then return PP_ESTALE (docs/mpi.md);
+ *     holder holds it, whose pins then return PP_ESTALE (docs/mpi.md).
+ *     Weight a holder owns comes home even when it was merged with such
+ *     a duplicate: only the duplicate part of a return is refused;
  *   - a token that is never imported is weight that never comes back: the
  *     entry stays until pp_mpi_token_drop returns it, or until destroy,
  *     which reports it.

@@ -248,20 +248,33 @@ bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref)
 
 /* ---- messages (progress thread) -------------------------------------------- */
 
-/* own_mu held: one interval of weight came back from src. */
+/* own_mu held: one interval of weight came back from src.  What of it is
+ * out comes home; the rest (a token imported twice, merged at its holder
+ * with weight it owned, or garbage) is refused, reported and counted, and
+ * never holds back the part that is good. */
 static void return_one(pp_mpi_t *m, int src, pp__wire_return_t r)
 {
     pp__home_t *h = pp__home_find(m, r.ref);
-    if (h == NULL || pp__wset_remove(&h->out, (pp__wiv_t){ r.lo, r.hi }) != 0) {
-        pp__mpi_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx that is not "
-                          "out (a token imported twice, or garbage): refused",
-                       src, (unsigned long long)r.lo, (unsigned long long)r.hi,
-                       (unsigned long long)r.ref);
-        /* counted after the report: whoever sees the count sees the line */
-        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_release);
+    uint64_t gone = 0;
+    int rc = h == NULL ? PP_ESTALE : pp__wset_remove_overlap(&h->out, (pp__wiv_t){ r.lo, r.hi },
+                                                             &gone);
+    if (rc == PP_ENOMEM) {
+        pp__mpi_report(m, "no memory to take back weight [%#llx, %#llx) of ref %#llx from rank "
+                          "%d: its home keeps it until destroy",
+                       (unsigned long long)r.lo, (unsigned long long)r.hi,
+                       (unsigned long long)r.ref, src);
         return;
     }
-    home_check(m, h);
+    if (gone != r.hi - r.lo) {
+        pp__mpi_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx of which %#llx "
+                          "is not out (a token imported twice, or garbage): that part refused",
+                       src, (unsigned long long)r.lo, (unsigned long long)r.hi,
+                       (unsigned long long)r.ref, (unsigned long long)(r.hi - r.lo - gone));
+        /* counted after the report: whoever sees the count sees the line */
+        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_release);
+    }
+    if (gone != 0)
+        home_check(m, h);
 }
 
 void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len)

@@ -472,7 +472,9 @@ Test(remote, typed_load_handing_out_data_in_use_is_refused)
     cr_assert_eq(rc, PP_EIO, "a second copy of the same object: %s", pp_err_name(rc));
     cr_assert(report_has(&W.rep[1], 0, "shared", "load", NULL), "reported on rank 1");
     assert_rc(pp_mpi_unpin(W.m[1], g[0], 0, d0), 0);
-    /* the refused copy left nothing behind: a pin works once the object is free */
+    /* the refused copy left nothing behind: a pin works once the first
+     * copy (not owned here: it died at its unpin) is freed */
+    test_drain(W.pool[1]);
     assert_rc(pp_mpi_pin(W.m[1], g[1], 0, &d1, NULL), 0);
     cr_assert_eq(((unsigned char *)d1)[0], 0x11, "the second entry's bytes");
     assert_rc(pp_mpi_unpin(W.m[1], g[1], 0, d1), 0);
@@ -513,6 +515,52 @@ Test(remote, version_zero_takes_the_cached_copy_whatever_the_home_has)
     cr_assert_eq(got, 2u, "a pin that names version 2 gets it");
     assert_rc(pp_mpi_release(W.m[1], g), 0);
     assert_rc(pp_mpi_release(W.m[0], g), 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}
+
+/* ---- weight merged with a duplicate ---------------------------------------- */
+
+/* Rank 2 holds a token of its own and a copy of a token rank 1 holds too
+ * (as after an MPI_Bcast of a task descriptor): the two intervals are
+ * adjacent, so rank 2 holds them merged.  Rank 1's return comes first;
+ * rank 2's return is then half a duplicate: the other half, weight rank 2
+ * owned, still comes home and the entry is freed. */
+Test(remote, weight_merged_with_a_duplicate_still_comes_home)
+{
+    world_t W;
+    world_up(&W, 3, 37, 3, 0);
+    pp_gref_t g = put_on(&W, 0, 1, 256);
+    pp_mpi_token_t own, dup;
+    pp_gref_t got;
+    assert_rc(pp_mpi_export(W.m[0], g, &own), 0);
+    assert_rc(pp_mpi_export(W.m[0], g, &dup), 0);
+    cr_assert_eq(own.hi, dup.lo, "consecutive mints are adjacent");
+    assert_rc(pp_mpi_import(W.m[2], &own, &got), 0);
+    assert_rc(pp_mpi_import(W.m[1], &dup, &got), 0);
+    assert_rc(pp_mpi_import(W.m[2], &dup, &got), 0);   /* the duplicate, merged */
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    cr_assert(WAIT_UNTIL(({
+                             pp_mpi_stats_t st;
+                             pp_mpi_stats(W.m[0], &st);
+                             pp__home_t *h = NULL;
+                             pthread_mutex_lock(&W.m[0]->own_mu);
+                             h = pp__home_find(W.m[0], g.ref);
+                             uint64_t out = h != NULL ? pp__wset_weight(&h->out) : 0;
+                             pthread_mutex_unlock(&W.m[0]->own_mu);
+                             out == own.hi - own.lo;
+                         }),
+                         TEST_WAIT_MS),
+              "rank 1's return came home");
+    assert_rc(pp_mpi_release(W.m[2], g), 0);
+    assert_rc(pp_mpi_release(W.m[2], g), 0);
+    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 1) == 1), TEST_WAIT_MS),
+              "the weight rank 2 owned never came back: its return was refused whole");
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[0], &st);
+    cr_assert_eq(st.refused_returns, 1, "the duplicate half is refused");
+    cr_assert(report_has(&W.rep[0], 0, "not out", NULL, NULL), "and reported");
     cr_assert_eq(world_down(&W), 0);
     world_free_ct(&W);
 }

@@ -165,6 +165,10 @@ PP_API int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
 
 /* Owners.  export: a token of one owner of ref, taken from this rank's
  * (the caller keeps its own owner); import: the token's owner, here.
+ * export splits the weight this rank holds, with no message; a rank that
+ * holds unit weight of ref (after 32 splits of one token) asks the home
+ * for more and waits for its answer: one round trip, on the calling
+ * thread.  No minted weight is lost on any error.
  * drop: a token that will never be imported goes home.  retain and
  * release: local while this rank holds weight of ref (no message).
  * Errors: PP_ESTALE (ref of a dead entry, or one this rank holds no owner

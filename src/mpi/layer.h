@@ -88,6 +88,10 @@ enum pp__mpi_tp {
     PP__MPI_TP_INSTALL,    /* remote.c: a pin claimed an arrived reply
                               (INSTALLING), before it makes the copy
                               (arg: the request; req_mu not held) */
+    PP__MPI_TP_EXPORT_GROW, /* owners.c: an export got new weight from its
+                              home and is about to keep part of it (arg:
+                              bool *, which the hook sets to make that
+                              allocation fail) */
 };
 typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
 /* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and

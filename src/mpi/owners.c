@@ -101,10 +101,27 @@ int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out)
                 rc = pp__remote_mint(m, ref.rank, ref.ref, &more);
                 pthread_mutex_lock(&m->own_mu);
                 if (rc == 0) {
+                    /* Keep the lower half, give the upper half.  Minted
+                     * weight is never dropped: with no room to keep a
+                     * part, the token takes it all; with no proxy left
+                     * (the caller's owner released meanwhile), it goes
+                     * home. */
                     p = proxy_find(m, ref.rank, ref.ref);
-                    rc = p == NULL ? PP_ESTALE : pp__wset_add(&p->held, more);
-                    if (rc == 0)
-                        rc = pp__wset_split(&p->held, &iv);
+                    pp__wiv_t keep = { more.lo, more.lo + (more.hi - more.lo) / 2 };
+                    bool grow_fails = false;
+                    PP__MPI_TP(m, EXPORT_GROW, &grow_fails);
+                    if (p == NULL) {
+                        pp__wire_return_t rec = { ref.ref, more.lo, more.hi };
+                        if (pp__mpi_command(m, PP__CMD_RETURN, ref.rank, &rec, NULL) != 0)
+                            pp__mpi_report(m, "no memory to return weight of ref %#llx to rank "
+                                              "%u: its home keeps it until destroy",
+                                           (unsigned long long)ref.ref, ref.rank);
+                        rc = PP_ESTALE;
+                    } else if (!grow_fails && pp__wset_add(&p->held, keep) == 0) {
+                        iv = (pp__wiv_t){ keep.hi, more.hi };
+                    } else {
+                        iv = more;
+                    }
                 }
             }
         }

@@ -564,3 +564,57 @@ Test(remote, weight_merged_with_a_duplicate_still_comes_home)
     cr_assert_eq(world_down(&W), 0);
     world_free_ct(&W);
 }
+
+/* ---- export past unit weight -------------------------------------------- */
+
+static void grow_fails(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx)
+{
+    (void)m;
+    (void)ctx;
+    if (where == PP__MPI_TP_EXPORT_GROW)
+        *(bool *)arg = true;
+}
+
+/* Rank 1 holds one token and exports until it holds unit weight; the next
+ * export asks the home for more, and keeping part of what comes back
+ * fails for lack of memory: no weight may be lost (the entry is freed
+ * once every token and owner is gone). */
+Test(remote, export_that_cannot_keep_new_weight_loses_none)
+{
+    world_t W;
+    world_up(&W, 2, 38, 3, 0);
+    pp_gref_t g = put_on(&W, 0, 1, 256);
+    give(&W, 0, 1, g);
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    pp_mpi_token_t t;
+    int splits = 0;
+    for (;; splits++) {
+        pp__proxy_t *p = NULL;
+        uint64_t v;
+        pthread_mutex_lock(&W.m[1]->own_mu);
+        cr_assert(pp__ht_get(&W.m[1]->proxies[0], g.ref, &v));
+        p = (pp__proxy_t *)(uintptr_t)v;
+        uint64_t held = pp__wset_weight(&p->held);
+        pthread_mutex_unlock(&W.m[1]->own_mu);
+        if (held == 1)
+            break;
+        assert_rc(pp_mpi_export(W.m[1], g, &t), 0);
+        assert_rc(pp_mpi_token_drop(W.m[1], &t), 0);
+    }
+    cr_assert_eq(splits, 32, "unit weight after 32 splits");
+    world_tp(W.m[1], grow_fails, NULL);
+    int rc = pp_mpi_export(W.m[1], g, &t);   /* a round trip to the home */
+    world_tp(W.m[1], NULL, NULL);
+    if (rc == 0)
+        assert_rc(pp_mpi_token_drop(W.m[1], &t), 0);
+    else
+        assert_rc(rc, PP_ENOMEM);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 1) == 1), TEST_WAIT_MS),
+              "export %s: the weight its home minted never came back", pp_err_name(rc));
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[0], &st);
+    cr_assert_eq(st.refused_returns, 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}

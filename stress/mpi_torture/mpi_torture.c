@@ -25,7 +25,9 @@
  *
  * Options: --threads T (workers per rank, 2), --seconds S (2), --seed N,
  * --mem-limit BYTES (0: none) with --swap DIR, --delay D and --dup P
- * (in-process chaos: polls and per mille).  Exit 0: nothing found.
+ * (in-process chaos: polls and per mille), --load-faults N (with swap:
+ * one device call in N fails, so loads fail at homes; faults.c).  Exit 0:
+ * nothing found.
  */
 #include "mpi_torture.h"
 
@@ -158,6 +160,8 @@ static void box_free(void *data, size_t size, void *ctx)
 static void rank_report(const char *line, void *ctx)
 {
     rank_t *R = ctx;
+    if (faults_report(R, line))
+        return;   /* an injected fault's, expected */
     atomic_fetch_add(&R->reports, 1);
     fprintf(stderr, "report (rank %d): %s\n", R->rank, line);
 }
@@ -176,7 +180,8 @@ int rank_setup(rank_t *R, int rank, int size)
     opt.report_ctx = R;
     opt.mem_limit = g_opt.mem_limit;
     opt.swap_dir = g_opt.swap;
-    int rc = pp_pool_create(&opt, &R->pool);
+    int rc = g_opt.load_faults != 0 ? faults_pool_create(R, &opt)
+                                    : pp_pool_create(&opt, &R->pool);
     if (rc != 0)
         fprintf(stderr, "rank %d: pp_pool_create: %s\n", rank, pp_strerror(rc));
     return rc;
@@ -233,12 +238,14 @@ void rank_summary(rank_t *R, pp_mpi_stats_t *st)
            (unsigned long long)st->weight_records, (unsigned long long)st->weight_messages,
            (unsigned long long)st->bytes_fetched,
            (unsigned long long)atomic_load(&R->copy_loads));
+    faults_summary(R);
 }
 
 static void usage(void)
 {
     fprintf(stderr, "usage: mpi_torture [--mpi | --ranks N] [--threads T] [--seconds S] "
-                    "[--seed N] [--mem-limit B --swap DIR] [--delay D] [--dup P]\n");
+                    "[--seed N] [--mem-limit B --swap DIR [--load-faults N]] [--delay D] "
+                    "[--dup P]\n");
     exit(2);
 }
 
@@ -249,7 +256,8 @@ int main(int argc, char **argv)
         { "threads", required_argument, NULL, 't' }, { "seconds", required_argument, NULL, 's' },
         { "seed", required_argument, NULL, 'S' },  { "mem-limit", required_argument, NULL, 'm' },
         { "swap", required_argument, NULL, 'w' },  { "delay", required_argument, NULL, 'd' },
-        { "dup", required_argument, NULL, 'u' },   { NULL, 0, NULL, 0 },
+        { "dup", required_argument, NULL, 'u' },   { "load-faults", required_argument, NULL, 'F' },
+        { NULL, 0, NULL, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -263,11 +271,13 @@ int main(int argc, char **argv)
         case 'w': g_opt.swap = optarg; break;
         case 'd': g_opt.delay = (unsigned)atoi(optarg); break;
         case 'u': g_opt.dup = (unsigned)atoi(optarg); break;
+        case 'F': g_opt.load_faults = (unsigned)atoi(optarg); break;
         default: usage();
         }
     }
     if (g_opt.ranks < 1 || g_opt.ranks > MAX_RANKS || g_opt.threads < 1 ||
-        g_opt.threads > MAX_THREADS || g_opt.seconds <= 0)
+        g_opt.threads > MAX_THREADS || g_opt.seconds <= 0 ||
+        (g_opt.load_faults != 0 && (g_opt.swap == NULL || g_opt.mem_limit == 0)))
         usage();
     int rc = g_opt.mpi ? run_mpi(&argc, &argv) : run_inproc();
     if (rc == 0 && atomic_load(&g_failed) == 0) {

@@ -30,6 +30,7 @@ typedef struct opts {
     size_t mem_limit;
     const char *swap;
     unsigned delay, dup;
+    unsigned load_faults;        /* --load-faults N: 1 device call in N fails (faults.c) */
 } opts_t;
 extern opts_t g_opt;
 extern atomic_int g_failed;
@@ -92,6 +93,10 @@ typedef struct rank {
     struct {
         uint64_t puts, pins, writes, sent, imported;
     } n;                         /* summed from the workers at the end */
+    /* --load-faults (faults.c) */
+    struct faultdev *fd;         /* the pool's device (the pool owns it) */
+    atomic_uint_fast64_t remote_load_errors, remote_later_ok;
+    atomic_uint_fast64_t home_load_errors, home_later_ok, fault_reports;
 } rank_t;
 
 void failf(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -108,6 +113,17 @@ void rank_summary(rank_t *R, pp_mpi_stats_t *st);
 /* worker.c: runs the rank's workers for the run's time, then releases
  * everything they hold and drains the channel (DONE from every rank). */
 void rank_run(rank_t *R);
+
+/* faults.c: --load-faults.  The rank's pool on a fault device; whether a
+ * report line is an expected fault's (counted); a failed pin's result
+ * after pinning again while its load failed (PP_EIO, PP_ECORRUPT: counted
+ * as remote or home); the summary line. */
+int faults_pool_create(rank_t *R, const pp_options_t *opt);
+bool faults_report(rank_t *R, const char *line);
+int faults_pin_again(rank_t *R, int rc, pp_gref_t g, unsigned flags, void **d, uint32_t *got);
+int faults_pin_many_again(rank_t *R, int rc, const pp_gref_t *g, size_t n, unsigned flags,
+                          void **d, uint32_t *got);
+void faults_summary(rank_t *R);
 
 /* world.c */
 int run_inproc(void);

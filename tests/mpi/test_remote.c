@@ -489,30 +489,32 @@ Test(remote, typed_load_handing_out_data_in_use_is_refused)
 /* Version 0 asks for any version, as 1 does: a cached copy answers it,
  * even after the home has published a newer one (pinpool_mpi.h); a pin
  * that needs the newer one names it. */
+/* Pins g on m at version v, unpins; the version the pin got. */
+static uint32_t pin_version(pp_mpi_t *m, pp_gref_t g, uint32_t v)
+{
+    void *d = NULL;
+    uint32_t got = 0;
+    g.version = v;
+    assert_rc(pp_mpi_pin(m, g, 0, &d, &got), 0);
+    assert_rc(pp_mpi_unpin(m, g, 0, d), 0);
+    return got;
+}
+
 Test(remote, version_zero_takes_the_cached_copy_whatever_the_home_has)
 {
     world_t W;
     world_up(&W, 2, 36, 3, 0);
     pp_gref_t g = put_on(&W, 0, 1, 4096);
     give(&W, 0, 1, g);
+    cr_assert_eq(pin_version(W.m[1], g, 0), 1u);
     void *d = NULL;
-    uint32_t got = 0;
-    assert_rc(pp_mpi_pin(W.m[1], g, 0, &d, &got), 0);
-    assert_rc(pp_mpi_unpin(W.m[1], g, 0, d), 0);
-    cr_assert_eq(got, 1u);
     assert_rc(pp_mpi_pin(W.m[0], g, PP_PIN_WRITE, &d, NULL), 0);
     assert_rc(pp_mpi_unpin(W.m[0], g, PP_PIN_WRITE, d), 0);   /* the home has version 2 */
-    assert_rc(pp_mpi_pin(W.m[1], g, 0, &d, &got), 0);
-    assert_rc(pp_mpi_unpin(W.m[1], g, 0, d), 0);
-    cr_assert_eq(got, 1u, "version 0: the cached copy");
+    cr_assert_eq(pin_version(W.m[1], g, 0), 1u, "version 0: the cached copy");
     pp_mpi_stats_t st;
     pp_mpi_stats(W.m[1], &st);
     cr_assert_eq(st.misses, 1, "a hit, no round trip");
-    pp_gref_t v2 = g;
-    v2.version = 2;
-    assert_rc(pp_mpi_pin(W.m[1], v2, 0, &d, &got), 0);
-    assert_rc(pp_mpi_unpin(W.m[1], g, 0, d), 0);
-    cr_assert_eq(got, 2u, "a pin that names version 2 gets it");
+    cr_assert_eq(pin_version(W.m[1], g, 2), 2u, "a pin that names version 2 gets it");
     assert_rc(pp_mpi_release(W.m[1], g), 0);
     assert_rc(pp_mpi_release(W.m[0], g), 0);
     cr_assert_eq(world_down(&W), 0);

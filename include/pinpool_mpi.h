@@ -119,6 +119,9 @@ typedef struct pp_gref {
 typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
     pp_gref_t gref;
     uint64_t lo, hi;                     /* its weight: [lo, hi) */
+    uint32_t from;                       /* the rank that exported it */
+    uint32_t pad;
+    uint64_t seq;                        /* from's count of exports toward the home (> 0) */
 } pp_mpi_token_t;
 
 /* PP_TYPE_DISCARD (pinpool.h): the type flag of the cached copies, which

@@ -215,6 +215,11 @@ static void free_layer(pp_mpi_t *m)
     if (m->seen_seq != NULL)
         for (int r = 0; r < m->size; r++)
             pp__wset_free(&m->seen_seq[r]);
+    if (m->claimed != NULL)
+        for (int r = 0; r < m->size; r++)
+            pp__wset_free(&m->claimed[r]);
+    free(m->claimed);
+    free(m->export_seq);
     free(m->cache);
     free(m->proxies);
     free(m->outbox);
@@ -270,8 +275,11 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     m->recv_from = calloc(n, sizeof *m->recv_from);
     m->fin_from = calloc(n, sizeof *m->fin_from);
     m->seen_seq = calloc(n, sizeof *m->seen_seq);
+    m->export_seq = calloc(n, sizeof *m->export_seq);
+    m->claimed = calloc(n, sizeof *m->claimed);
     bool ok = m->cache && m->proxies && m->outbox && m->sent_to && m->recv_from &&
-              m->fin_from && m->seen_seq && pp__ht_init(&m->home) &&
+              m->fin_from && m->seen_seq && m->export_seq && m->claimed &&
+              pp__ht_init(&m->home) &&
               pp__types_create(&m->types) == 0;
     for (size_t r = 0; ok && r < n; r++) {
         ok = pp__ht_init(&m->cache[r]) && pp__ht_init(&m->proxies[r]);

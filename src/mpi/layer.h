@@ -47,6 +47,8 @@ enum {
     PP__TAG_MINT = 4,      /* a holder at unit weight asks its home for more */
     PP__TAG_MINTED = 5,    /* the home's answer */
     PP__TAG_FIN = 6,       /* destroy: this rank sends nothing more but replies */
+    PP__TAG_CLAIM = 7,     /* an import asks the token's home to claim it */
+    PP__TAG_CLAIMED = 8,   /* the home's answer */
 };
 
 /* A cached copy's data starts with this header.  A flat copy (an entry
@@ -181,13 +183,16 @@ typedef struct pp__req {
     struct pp__req *next;
 } pp__req_t;
 
-/* A MINT ask (under req_mu): one application thread waits for it. */
+/* A MINT or CLAIM ask (under req_mu): one application thread waits for it. */
 typedef struct pp__mint {
     uint64_t id;
     uint32_t rank;
     uint64_t home_ref;
     int status;
     bool done, sent;
+    bool claim;                    /* CLAIM (from, seq), not MINT */
+    uint32_t from;
+    uint64_t seq;
     pp__wiv_t iv;
     struct pp__mint *next;
 } pp__mint_t;
@@ -222,6 +227,11 @@ struct pp_mpi {
 
     pthread_mutex_t own_mu;        /* owners: home weight, proxies */
     ck_ht_t *proxies;              /* [size]: home ref -> pp__proxy_t * */
+    /* under own_mu: tokens exported toward each home ([home]: the last
+     * token's seq), and, as a home, the tokens of each rank claimed here
+     * by their import or drop ([from]: a set of seqs) */
+    uint64_t *export_seq;
+    pp__wset_t *claimed;
 
     pthread_mutex_t cache_mu;      /* writers of the cache tables */
     ck_ht_t *cache;                /* [size]: home ref -> local ref of the copy */
@@ -336,6 +346,10 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg);              /* pro
 void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len);  /* progress */
 int pp__remote_send_new(pp_mpi_t *m);                                      /* progress */
 int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv);
+/* Asks home rank to claim the token (from, seq) of ref: 0, PP_EINVAL (it
+ * was claimed before: imported or dropped already), PP_ENOMEM, PP_EIO. */
+int pp__remote_claim(pp_mpi_t *m, uint32_t rank, uint64_t ref, uint32_t from, uint64_t seq);
+void pp__remote_claimed(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */
 bool pp__remote_idle(pp_mpi_t *m);     /* no request or mint of this rank in flight */
 void pp__remote_drop_copy(pp_mpi_t *m, uint32_t rank, uint64_t home_ref);
 void pp__remote_destroy(pp_mpi_t *m);
@@ -359,6 +373,7 @@ const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data);
 /* owners.c */
 void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */
 void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
+void pp__owners_claim_msg(pp_mpi_t *m, int src, const void *buf, size_t len);  /* progress */
 bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref);              /* own_mu held */
 void pp__owners_return_local(pp_mpi_t *m, const pp__wire_return_t *rec, size_t n);
 void pp__owners_finish(pp_mpi_t *m);   /* destroy, before FIN: report and return */

@@ -191,6 +191,12 @@ static void handle(pp_mpi_t *m, pp__msg_t *msg)
     case PP__WIRE_MINTED:
         pp__remote_minted(m, src, msg->buf, msg->len);
         break;
+    case PP__WIRE_CLAIM:
+        pp__owners_claim_msg(m, src, msg->buf, msg->len);
+        break;
+    case PP__WIRE_CLAIMED:
+        pp__remote_claimed(m, src, msg->buf, msg->len);
+        break;
     case PP__WIRE_FIN: {
         uint64_t f[PP__WIRE_FIN_N];
         if (pp__wire_fixed_check(msg->buf, msg->len, PP__WIRE_FIN, f, PP__WIRE_FIN_N) == 0)

@@ -399,11 +399,12 @@ int pp__remote_send_new(pp_mpi_t *m)
             continue;
         t->sent = true;
         m->unsent--;
-        uint64_t f[PP__WIRE_MINT_N] = { t->id, t->home_ref };
-        unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_MINT_N)];
-        pp__wire_fixed_pack(msg, PP__WIRE_MINT, f, PP__WIRE_MINT_N);
-        int rc = pp__progress_send(m, (int)t->rank, PP__TAG_MINT, msg, sizeof msg, NULL, 0, 0,
-                                   NULL, NULL);
+        uint64_t f[PP__WIRE_CLAIM_N] = { t->id, t->home_ref, t->from, t->seq };
+        unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_CLAIM_N)];
+        unsigned nf = t->claim ? PP__WIRE_CLAIM_N : PP__WIRE_MINT_N;
+        pp__wire_fixed_pack(msg, t->claim ? PP__WIRE_CLAIM : PP__WIRE_MINT, f, nf);
+        int rc = pp__progress_send(m, (int)t->rank, t->claim ? PP__TAG_CLAIM : PP__TAG_MINT, msg,
+                                   PP__WIRE_FIXED_SIZE(nf), NULL, 0, 0, NULL, NULL);
         if (rc != 0) {
             t->status = rc;
             t->done = true;
@@ -482,29 +483,75 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     pthread_mutex_unlock(&m->req_mu);
 }
 
-int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv)
+/* Sends the ask t to its home and waits for the answer: its status. */
+static int ask_home(pp_mpi_t *m, pp__mint_t *t)
 {
-    pp__mint_t t = { .rank = rank, .home_ref = ref };
     pthread_mutex_lock(&m->req_mu);
-    t.id = m->next_id++;
-    t.next = m->mints;
-    m->mints = &t;
+    t->id = m->next_id++;
+    t->next = m->mints;
+    m->mints = t;
     m->unsent++;
     pthread_mutex_unlock(&m->req_mu);
     pp__mpi_wake(m);
     pthread_mutex_lock(&m->req_mu);
-    while (!t.done)
+    while (!t->done)
         pthread_cond_wait(&m->req_cv, &m->req_mu);
     for (pp__mint_t **p = &m->mints; *p != NULL; p = &(*p)->next) {
-        if (*p == &t) {
-            *p = t.next;
+        if (*p == t) {
+            *p = t->next;
             break;
         }
     }
     pthread_mutex_unlock(&m->req_mu);
-    if (t.status == 0)
+    return t->status;
+}
+
+int pp__remote_claim(pp_mpi_t *m, uint32_t rank, uint64_t ref, uint32_t from, uint64_t seq)
+{
+    pp__mint_t t = { .rank = rank, .home_ref = ref, .claim = true, .from = from, .seq = seq };
+    return ask_home(m, &t);
+}
+
+/* The ask whose answer came from src: req_mu held; NULL (reported) if none. */
+static pp__mint_t *answered(pp_mpi_t *m, int src, uint64_t id, bool claim)
+{
+    pp__mint_t *t = m->mints;
+    while (t != NULL && t->id != id)
+        t = t->next;
+    if (t == NULL || t->rank != (uint32_t)src || t->done || t->claim != claim)
+        return NULL;
+    return t;
+}
+
+void pp__remote_claimed(pp_mpi_t *m, int src, const void *buf, size_t len)
+{
+    uint64_t f[PP__WIRE_CLAIMED_N];
+    int status = 0;
+    pthread_mutex_lock(&m->req_mu);
+    pp__mint_t *t = pp__wire_fixed_check(buf, len, PP__WIRE_CLAIMED, f, PP__WIRE_CLAIMED_N) == 0
+                        ? answered(m, src, f[0], true)
+                        : NULL;
+    status = t != NULL ? (int)(int64_t)f[1] : 0;
+    if (t == NULL || status > 0 || status < -64) {
+        pthread_mutex_unlock(&m->req_mu);
+        pp__mpi_report(m, "a claim answer from rank %d is garbage or matches no ask: ignored",
+                       src);
+        return;
+    }
+    m->awaiting--;
+    t->status = status;
+    t->done = true;
+    pthread_cond_broadcast(&m->req_cv);
+    pthread_mutex_unlock(&m->req_mu);
+}
+
+int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv)
+{
+    pp__mint_t t = { .rank = rank, .home_ref = ref };
+    int rc = ask_home(m, &t);
+    if (rc == 0)
         *iv = t.iv;
-    return t.status;
+    return rc;
 }
 
 void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
@@ -516,11 +563,8 @@ void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
     }
     int status = (int)(int64_t)f[1];
     pthread_mutex_lock(&m->req_mu);
-    pp__mint_t *t = m->mints;
-    while (t != NULL && t->id != f[0])
-        t = t->next;
-    if (t == NULL || t->rank != (uint32_t)src || t->done ||
-        (status == 0 && f[2] >= f[3])) {
+    pp__mint_t *t = answered(m, src, f[0], false);
+    if (t == NULL || (status == 0 && f[2] >= f[3])) {
         pthread_mutex_unlock(&m->req_mu);
         pp__mpi_report(m, "a mint answer from rank %d matches no ask: ignored", src);
         return;

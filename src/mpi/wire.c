@@ -55,7 +55,7 @@ int pp__wire_kind(const void *buf, size_t len)
         return PP_ECORRUPT;
     uint32_t vk = get32(p + 4);
     unsigned kind = vk >> 16;
-    if ((vk & 0xffffu) != PP__WIRE_VERSION || kind < PP__WIRE_RETURN || kind > PP__WIRE_FIN)
+    if ((vk & 0xffffu) != PP__WIRE_VERSION || kind < PP__WIRE_RETURN || kind > PP__WIRE_CLAIMED)
         return PP_ECORRUPT;
     return (int)kind;
 }
@@ -77,6 +77,8 @@ static unsigned fixed_fields(unsigned kind)
     case PP__WIRE_MINT: return PP__WIRE_MINT_N;
     case PP__WIRE_MINTED: return PP__WIRE_MINTED_N;
     case PP__WIRE_FIN: return PP__WIRE_FIN_N;
+    case PP__WIRE_CLAIM: return PP__WIRE_CLAIM_N;
+    case PP__WIRE_CLAIMED: return PP__WIRE_CLAIMED_N;
     default: return 0;
     }
 }

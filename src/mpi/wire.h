@@ -36,6 +36,8 @@ enum pp__wire_kind {
     PP__WIRE_MINT = 4,                    /* {id, home ref} */
     PP__WIRE_MINTED = 5,                  /* {id, status, lo, hi} */
     PP__WIRE_FIN = 6,                     /* {messages sent to the receiver before it} */
+    PP__WIRE_CLAIM = 7,                   /* {id, home ref, from, seq}: an import */
+    PP__WIRE_CLAIMED = 8,                 /* {id, status} */
 };
 
 #define PP__WIRE_REQ_N    3u
@@ -43,6 +45,8 @@ enum pp__wire_kind {
 #define PP__WIRE_MINT_N   2u
 #define PP__WIRE_MINTED_N 4u
 #define PP__WIRE_FIN_N    1u
+#define PP__WIRE_CLAIM_N  4u
+#define PP__WIRE_CLAIMED_N 2u
 #define PP__WIRE_FIXED_MAX 6u
 
 /* Bytes of a fixed message of nf fields. */

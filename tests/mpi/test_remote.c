@@ -523,9 +523,10 @@ Test(remote, version_zero_takes_the_cached_copy_whatever_the_home_has)
 
 /* ---- weight merged with a duplicate ---------------------------------------- */
 
-/* Rank 2 holds a token of its own and a copy of a token rank 1 holds too
- * (as after an MPI_Bcast of a task descriptor): the two intervals are
- * adjacent, so rank 2 holds them merged.  Rank 1's return comes first;
+/* Rank 2 holds a token of its own and a forged copy of a token rank 1
+ * holds too (the same weight under another identity: the claims of the
+ * imports cannot see it): the two intervals are adjacent, so rank 2 holds
+ * them merged.  Rank 1's return comes first;
  * rank 2's return is then half a duplicate: the other half, weight rank 2
  * owned, still comes home and the entry is freed. */
 Test(remote, weight_merged_with_a_duplicate_still_comes_home)
@@ -540,6 +541,7 @@ Test(remote, weight_merged_with_a_duplicate_still_comes_home)
     cr_assert_eq(own.hi, dup.lo, "consecutive mints are adjacent");
     assert_rc(pp_mpi_import(W.m[2], &own, &got), 0);
     assert_rc(pp_mpi_import(W.m[1], &dup, &got), 0);
+    dup.seq += 1000;                                    /* forged */
     assert_rc(pp_mpi_import(W.m[2], &dup, &got), 0);   /* the duplicate, merged */
     assert_rc(pp_mpi_release(W.m[0], g), 0);
     assert_rc(pp_mpi_release(W.m[1], g), 0);
@@ -617,6 +619,46 @@ Test(remote, export_that_cannot_keep_new_weight_loses_none)
     pp_mpi_stats_t st;
     pp_mpi_stats(W.m[0], &st);
     cr_assert_eq(st.refused_returns, 0);
+    cr_assert_eq(world_down(&W), 0);
+    world_free_ct(&W);
+}
+
+/* ---- one token, two ranks ---------------------------------------------------- */
+
+/* The same token bytes reach two ranks (an MPI_Bcast of a task descriptor
+ * holding one token): the second import is refused, so no rank can hold
+ * weight its home counts once, and the entry lives exactly as long as its
+ * real owners. */
+Test(remote, token_imported_on_two_ranks_is_refused_on_the_second)
+{
+    world_t W;
+    world_up(&W, 3, 39, 3, 0);
+    pp_gref_t g = put_on(&W, 0, 1, 256);
+    pp_mpi_token_t t;
+    pp_gref_t got;
+    assert_rc(pp_mpi_export(W.m[0], g, &t), 0);
+    assert_rc(pp_mpi_import(W.m[1], &t, &got), 0);
+    int rc = pp_mpi_import(W.m[2], &t, &got);
+    cr_assert_eq(rc, PP_EINVAL, "the second rank's import: %s", pp_err_name(rc));
+    pp_mpi_stats_t st;
+    pp_mpi_stats(W.m[2], &st);
+    cr_assert_eq(st.refused_imports, 1);
+    /* the same token at its home, and a token dropped, are refused too */
+    assert_rc(pp_mpi_import(W.m[0], &t, &got), PP_EINVAL);
+    pp_mpi_token_t d;
+    assert_rc(pp_mpi_export(W.m[1], g, &d), 0);
+    assert_rc(pp_mpi_token_drop(W.m[1], &d), 0);
+    assert_rc(pp_mpi_import(W.m[2], &d, &got), PP_EINVAL);
+    /* the real holder's weight keeps the entry; its release frees it */
+    assert_rc(pp_mpi_release(W.m[0], g), 0);
+    void *p;
+    assert_rc(pp_mpi_pin(W.m[1], g, 0, &p, NULL), 0);
+    assert_rc(pp_mpi_unpin(W.m[1], g, 0, p), 0);
+    assert_rc(pp_mpi_release(W.m[1], g), 0);
+    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 1) == 1), TEST_WAIT_MS),
+              "freed once its owners are gone");
+    pp_mpi_stats(W.m[0], &st);
+    cr_assert_eq(st.refused_returns, 0, "no weight came home twice");
     cr_assert_eq(world_down(&W), 0);
     world_free_ct(&W);
 }

@@ -43,14 +43,17 @@
  *  it minted has come back exactly once.  Consequences:
  *   - no order of messages frees an entry early: the weight of a token in
  *     flight is still out;
- *   - a token imported again on the rank that holds it is refused
- *     (PP_EINVAL, counted in refused_imports);
- *   - the same token imported on two ranks: the first return is accepted,
- *     the second refused and reported at the home (refused_returns); the
- *     entry is never freed twice, but may be freed while the second
- *     holder holds it, whose pins then return PP_ESTALE (docs/mpi.md).
- *     Weight a holder owns comes home even when it was merged with such
- *     a duplicate: only the duplicate part of a return is refused;
+ *   - a token is used once: its import (or its drop) claims it at its
+ *     home, and a token claimed before, on any rank, is refused
+ *     (PP_EINVAL, counted in refused_imports) before the rank holds its
+ *     weight.  So the same token on two ranks (an MPI_Bcast of a task
+ *     descriptor holding one) is an error on the second, never an early
+ *     free;
+ *   - weight that comes home twice anyway (a token forged with another
+ *     identity) is refused there and reported (refused_returns); the
+ *     entry is never freed twice, but may be freed while the forger
+ *     holds it.  Weight a rank owns comes home even when it was merged
+ *     with such a duplicate: only the duplicate part is refused;
  *   - a token that is never imported is weight that never comes back: the
  *     entry stays until pp_mpi_token_drop returns it, or until destroy,
  *     which reports it.
@@ -172,11 +175,15 @@ PP_API int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
  * holds unit weight of ref (after 32 splits of one token) asks the home
  * for more and waits for its answer: one round trip, on the calling
  * thread.  No minted weight is lost on any error.
- * drop: a token that will never be imported goes home.  retain and
- * release: local while this rank holds weight of ref (no message).
+ * import and drop claim the token at the ref's home first: on a rank
+ * other than the home, one round trip on the calling thread.  drop: a
+ * token that will never be imported goes home.  retain and release: local
+ * while this rank holds weight of ref (no message).
  * Errors: PP_ESTALE (ref of a dead entry, or one this rank holds no owner
- * of: no message is sent), PP_EINVAL (garbage rank or ref; a token
- * already imported here and not yet returned), PP_ENOMEM. */
+ * of: no message is sent), PP_EINVAL (garbage rank or ref; import, drop:
+ * a token imported or dropped before, on any rank), PP_ENOMEM, PP_EIO
+ * (MPI failed).  An import that fails after its claim (PP_ENOMEM,
+ * PP_EOVERFLOW) sends the token's weight home: the token is used up. */
 PP_API int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out);
 PP_API int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out);
 PP_API int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token);

@@ -181,38 +181,43 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
     if (rank == (uint32_t)m->rank) {
         /* The weight comes home at once: it becomes one owner here. */
         pp__home_t *h = pp__home_find(m, ref);
-        if (h == NULL)
+        if (h == NULL) {
             rc = PP_ESTALE;
-        else if (h->owners == PP_MAX_OWNERS)
+        } else if (h->owners == PP_MAX_OWNERS) {
+            /* claimed, but no owner to give: the weight is home, unowned */
             rc = PP_EOVERFLOW;
-        else if ((rc = pp__wset_remove(&h->out, iv)) == 0)
+            if (pp__wset_remove(&h->out, iv) == 0)
+                home_check(m, h);
+        } else if ((rc = pp__wset_remove(&h->out, iv)) == 0) {
             h->owners++;
+        }
     } else {
         pp__proxy_t *p = proxy_find(m, rank, ref);
         bool made = false;
         if (p == NULL) {
             p = calloc(1, sizeof *p);
-            if (p == NULL || !pp__ht_set(&m->proxies[rank], ref, (uint64_t)(uintptr_t)p)) {
+            if (p != NULL && !pp__ht_set(&m->proxies[rank], ref, (uint64_t)(uintptr_t)p)) {
                 free(p);
-                pthread_mutex_unlock(&m->own_mu);
-                return PP_ENOMEM;
+                p = NULL;
             }
-            made = true;
+            made = p != NULL;
         }
-        if (p->owners == PP_MAX_OWNERS)
+        if (p == NULL)
+            rc = PP_ENOMEM;
+        else if (p->owners == PP_MAX_OWNERS)
             rc = PP_EOVERFLOW;
         else if ((rc = pp__wset_add(&p->held, iv)) == 0)
             p->owners++;
         if (rc != 0 && made)
             proxy_remove(m, rank, ref, p);
-    }
-    if (rc == PP_ENOMEM || rc == PP_EOVERFLOW) {
-        /* claimed, but not held here: the weight goes home, the token is used up */
-        pp__wire_return_t rec = { ref, iv.lo, iv.hi };
-        if (rank == (uint32_t)m->rank ||
-            pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
-            pp__mpi_report(m, "import of ref %#llx of rank %u failed (%s): its weight stays out "
-                              "until destroy", (unsigned long long)ref, rank, pp_err_name(rc));
+        if (rc == PP_ENOMEM || rc == PP_EOVERFLOW) {
+            /* claimed, but not held here: the weight goes home, the token is used up */
+            pp__wire_return_t rec = { ref, iv.lo, iv.hi };
+            if (pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
+                pp__mpi_report(m, "import of ref %#llx of rank %u failed (%s): its weight stays "
+                                  "out until destroy",
+                               (unsigned long long)ref, rank, pp_err_name(rc));
+        }
     }
     pthread_mutex_unlock(&m->own_mu);
     if (rc == PP_EINVAL)

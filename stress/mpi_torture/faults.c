@@ -68,6 +68,13 @@ int faults_pin_many_again(rank_t *R, int rc, const pp_gref_t *g, size_t n, unsig
     return rc;
 }
 
+void faults_pool_closing(rank_t *R)
+{
+    if (R->fd != NULL)
+        R->injected = faultdev_injected(R->fd);
+    R->fd = NULL;   /* the pool's destroy frees it */
+}
+
 void faults_summary(rank_t *R)
 {
     if (g_opt.load_faults == 0)
@@ -75,7 +82,7 @@ void faults_summary(rank_t *R)
     printf("rank %d: load faults: %llu device faults injected; %llu remote pins got a failed "
            "load of their home (a later pin got the bytes %llu times), %llu pins at home got "
            "one (later: %llu); %llu fault reports\n",
-           R->rank, (unsigned long long)faultdev_injected(R->fd),
+           R->rank, (unsigned long long)R->injected,
            (unsigned long long)atomic_load(&R->remote_load_errors),
            (unsigned long long)atomic_load(&R->remote_later_ok),
            (unsigned long long)atomic_load(&R->home_load_errors),

@@ -198,6 +198,7 @@ void rank_register(rank_t *R)
  * (every entry and copy was freed; with swap, the only check of frees). */
 void rank_check_empty(rank_t *R)
 {
+    faults_pool_closing(R);
     /* Long: after a run of minutes with swap, a rank may hold gigabytes of
      * swapped entries whose frees each punch a hole in the swap file (seen:
      * 5 GB, reclaimed at 20 MB/s beside a sanitizer build). */

@@ -94,7 +94,8 @@ typedef struct rank {
         uint64_t puts, pins, writes, sent, imported;
     } n;                         /* summed from the workers at the end */
     /* --load-faults (faults.c) */
-    struct faultdev *fd;         /* the pool's device (the pool owns it) */
+    struct faultdev *fd;         /* the pool's device (the pool owns it), until its destroy */
+    uint64_t injected;           /* the faults it injected, counted before that */
     atomic_uint_fast64_t remote_load_errors, remote_later_ok;
     atomic_uint_fast64_t home_load_errors, home_later_ok, fault_reports;
 } rank_t;
@@ -106,6 +107,8 @@ const char *content_check(const void *data, size_t size, uint32_t home, uint64_t
 int rank_setup(rank_t *R, int rank, int size);
 /* Once the layer exists: registers the box type. */
 void rank_register(rank_t *R);
+/* After the layer's destroy, before the pool's (also takes the fault
+ * device's counts while it exists). */
 void rank_check_empty(rank_t *R);
 void rank_final_checks(rank_t *R);
 void rank_summary(rank_t *R, pp_mpi_stats_t *st);
@@ -123,6 +126,7 @@ bool faults_report(rank_t *R, const char *line);
 int faults_pin_again(rank_t *R, int rc, pp_gref_t g, unsigned flags, void **d, uint32_t *got);
 int faults_pin_many_again(rank_t *R, int rc, const pp_gref_t *g, size_t n, unsigned flags,
                           void **d, uint32_t *got);
+void faults_pool_closing(rank_t *R);   /* before pp_pool_destroy */
 void faults_summary(rank_t *R);
 
 /* world.c */

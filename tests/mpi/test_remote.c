@@ -72,6 +72,12 @@ Test(remote, miss_racing_an_install_takes_the_installed_copy)
     world_free_ct(&W);
 }
 
+/* Whether rank 0's entry id is freed (waits up to TEST_WAIT_MS). */
+static bool home_entry_freed(world_t *W, size_t id)
+{
+    return WAIT_UNTIL((test_drain(W->pool[0]), ct_frees(W->ct[0], id) == 1), TEST_WAIT_MS);
+}
+
 /* ---- weight returns past 2^32 messages --------------------------------- */
 
 Test(remote, weight_returns_past_two_to_the_32_are_not_duplicates)
@@ -96,8 +102,7 @@ Test(remote, weight_returns_past_two_to_the_32_are_not_duplicates)
     assert_rc(pp__wset_add(&W.m[0]->seen_seq[1], (pp__wiv_t){ 0, start }), 0);
     for (int i = 0; i < N; i++) {
         assert_rc(pp_mpi_release(W.m[1], g[i]), 0);
-        cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], (size_t)i + 1) == 1),
-                             TEST_WAIT_MS),
+        cr_assert(home_entry_freed(&W, (size_t)i + 1),
                   "return %d (sequence number %#llx) never freed its entry: taken for a "
                   "duplicate", i, (unsigned long long)(start + (uint64_t)i));
     }
@@ -559,7 +564,7 @@ Test(remote, weight_merged_with_a_duplicate_still_comes_home)
               "rank 1's return came home");
     assert_rc(pp_mpi_release(W.m[2], g), 0);
     assert_rc(pp_mpi_release(W.m[2], g), 0);
-    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 1) == 1), TEST_WAIT_MS),
+    cr_assert(home_entry_freed(&W, 1),
               "the weight rank 2 owned never came back: its return was refused whole");
     pp_mpi_stats_t st;
     pp_mpi_stats(W.m[0], &st);
@@ -614,7 +619,7 @@ Test(remote, export_that_cannot_keep_new_weight_loses_none)
     else
         assert_rc(rc, PP_ENOMEM);
     assert_rc(pp_mpi_release(W.m[1], g), 0);
-    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 1) == 1), TEST_WAIT_MS),
+    cr_assert(home_entry_freed(&W, 1),
               "export %s: the weight its home minted never came back", pp_err_name(rc));
     pp_mpi_stats_t st;
     pp_mpi_stats(W.m[0], &st);
@@ -655,7 +660,7 @@ Test(remote, token_imported_on_two_ranks_is_refused_on_the_second)
     assert_rc(pp_mpi_pin(W.m[1], g, 0, &p, NULL), 0);
     assert_rc(pp_mpi_unpin(W.m[1], g, 0, p), 0);
     assert_rc(pp_mpi_release(W.m[1], g), 0);
-    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 1) == 1), TEST_WAIT_MS),
+    cr_assert(home_entry_freed(&W, 1),
               "freed once its owners are gone");
     pp_mpi_stats(W.m[0], &st);
     cr_assert_eq(st.refused_returns, 0, "no weight came home twice");

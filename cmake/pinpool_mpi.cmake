@@ -19,6 +19,7 @@ set(PINPOOL_MPI_SOURCES
     src/mpi/typed.c
     src/mpi/perthread.c
     src/mpi/progress.c
+    src/mpi/loader.c
     src/mpi/wset.c
     src/mpi/wire.c
     src/mpi/transport_mpi.c)

@@ -14,9 +14,10 @@
  *               value: copying it owns nothing, as a pp_ref_t.
  *  Version      each home write pin, when unpinned, publishes a new
  *               version (the put publishes version 1).  A pin names the
- *               version it needs at least (0: the home's current one) and
- *               is told which one it got: a versioned ref is also a
- *               dataflow future.
+ *               version it needs at least (0 or 1: any, so a cached copy
+ *               answers it even when the home has a newer one; a miss
+ *               gets the home's current one) and is told which one it
+ *               got: a versioned ref is also a dataflow future.
  *  Owner        as in pinpool.h: an entry lives while it has owners.
  *               Owners on other ranks are counted by weight, never by
  *               increment messages: see "Owners across ranks".
@@ -42,12 +43,17 @@
  *  it minted has come back exactly once.  Consequences:
  *   - no order of messages frees an entry early: the weight of a token in
  *     flight is still out;
- *   - a token imported again on the rank that holds it is refused
- *     (PP_EINVAL, counted in refused_imports);
- *   - the same token imported on two ranks: the first return is accepted,
- *     the second refused and reported at the home (refused_returns); the
- *     entry is never freed twice, but may be freed while the second
- *     holder holds it, whose pins then return PP_ESTALE (docs/mpi.md);
+ *   - a token is used once: its import (or its drop) claims it at its
+ *     home, and a token claimed before, on any rank, is refused
+ *     (PP_EINVAL, counted in refused_imports) before the rank holds its
+ *     weight.  So the same token on two ranks (an MPI_Bcast of a task
+ *     descriptor holding one) is an error on the second, never an early
+ *     free;
+ *   - weight that comes home twice anyway (a token forged with another
+ *     identity) is refused there and reported (refused_returns); the
+ *     entry is never freed twice, but may be freed while the forger
+ *     holds it.  Weight a rank owns comes home even when it was merged
+ *     with such a duplicate: only the duplicate part is refused;
  *   - a token that is never imported is weight that never comes back: the
  *     entry stays until pp_mpi_token_drop returns it, or until destroy,
  *     which reports it.
@@ -88,7 +94,10 @@
  *  stops.  Every other call may be made from any thread; a home write pin
  *  is dropped on the thread that took it (pp_mpi_unpin).  An idle
  *  progress thread polls with a backoff to 1 ms sleeps: little CPU, and
- *  up to that long for the first request after an idle spell.
+ *  up to that long for the first request after an idle spell.  A home
+ *  that must load a swapped entry to serve it does so on a second thread
+ *  (made at the first such request), so the progress thread never waits
+ *  on I/O.
  * ---------------------------------------------------------------------------
  */
 #ifndef PINPOOL_MPI_H
@@ -114,6 +123,9 @@ typedef struct pp_gref {
 typedef struct pp_mpi_token {            /* an owner in transit (plain bytes) */
     pp_gref_t gref;
     uint64_t lo, hi;                     /* its weight: [lo, hi) */
+    uint32_t from;                       /* the rank that exported it */
+    uint32_t pad;
+    uint64_t seq;                        /* from's count of exports toward the home (> 0) */
 } pp_mpi_token_t;
 
 /* PP_TYPE_DISCARD (pinpool.h): the type flag of the cached copies, which
@@ -147,7 +159,9 @@ PP_API int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *typ
  * entry the home alone may pin.  save runs on the progress thread, load
  * on the thread that installs the copy (the pinning thread, or the
  * progress thread for a prefetch); neither may call into the pool or the
- * layer.  The type must stay valid until the local pool is destroyed (a
+ * layer.  load must return new data: a load that returns data another
+ * copy here still holds is refused (the pin gets PP_EIO, reported), since
+ * the two copies' unpins could not be told apart.  The type must stay valid until the local pool is destroyed (a
  * copy may be freed after pp_mpi_destroy).  Not collective; no message.
  * Errors: PP_EINVAL (NULL m or type, id out of range, a type without save
  * or load or with PP_TYPE_DISCARD, id taken by another type, type
@@ -158,11 +172,19 @@ PP_API int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
 
 /* Owners.  export: a token of one owner of ref, taken from this rank's
  * (the caller keeps its own owner); import: the token's owner, here.
- * drop: a token that will never be imported goes home.  retain and
- * release: local while this rank holds weight of ref (no message).
+ * export splits the weight this rank holds, with no message; a rank that
+ * holds unit weight of ref (after 32 splits of one token) asks the home
+ * for more and waits for its answer: one round trip, on the calling
+ * thread.  No minted weight is lost on any error.
+ * import and drop claim the token at the ref's home first: on a rank
+ * other than the home, one round trip on the calling thread.  drop: a
+ * token that will never be imported goes home.  retain and release: local
+ * while this rank holds weight of ref (no message).
  * Errors: PP_ESTALE (ref of a dead entry, or one this rank holds no owner
- * of: no message is sent), PP_EINVAL (garbage rank or ref; a token
- * already imported here and not yet returned), PP_ENOMEM. */
+ * of: no message is sent), PP_EINVAL (garbage rank or ref; import, drop:
+ * a token imported or dropped before, on any rank), PP_ENOMEM, PP_EIO
+ * (MPI failed).  An import that fails after its claim (PP_ENOMEM,
+ * PP_EOVERFLOW) sends the token's weight home: the token is used up. */
 PP_API int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out);
 PP_API int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out);
 PP_API int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token);
@@ -186,7 +208,14 @@ PP_API int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref);
  * flags), PP_ENOTSUP (PP_PIN_WRITE of a remote ref; a typed entry whose type
  * is not registered at its home or here), PP_ESTALE (the home's entry is
  * dead or never was), PP_EIO (MPI failed; or the type's save failed at
- * the home, or its load here: both reported).
+ * the home, or its load here: both reported).  A remote pin of an entry
+ * swapped out at its home gets the error of the home's load: PP_EIO,
+ * PP_ECORRUPT, PP_ENOMEM (the swap copy stays; a later pin tries again).
+ * A miss makes the copy with pp_put, whose errors are the caller's alone:
+ * PP_EDEADLK (a QSBR thread inside its section, the reclaim backlog at
+ * its mark: call pp_quiescent and pin again), PP_ENOMEM, PP_EAGAIN (with
+ * PP_PIN_NOWAIT).  The fetched bytes are then kept for the other threads
+ * waiting for them, or for the next pin.
  * A hit takes no lock, makes no MPI call and allocates nothing, once the
  * calling thread has pinned a remote ref through m before: a thread's
  * first remote pin through a layer allocates its per-thread state (hints

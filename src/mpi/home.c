@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A request waiting at the home: for a version not yet published, for a
- * write pin to end, or (retry list) for its entry to be loaded. */
+/* A request waiting at the home: for a version not yet published, or for
+ * a write pin to end.  (One waiting for its entry to be loaded waits on
+ * the loader thread: loader.c.) */
 struct pp__parked {
     int src;
     uint64_t id, ref;
@@ -320,7 +321,7 @@ static int pack(pp_mpi_t *m, const pp__home_t *h, const void *data, void **out, 
 }
 
 /* Serves one request, or parks it.  1: done with it (served or answered);
- * 0: parked on h; 2: parked on the retry list. */
+ * 0: parked on h; 2: queued for a load on the loader thread. */
 static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need)
 {
     pp__home_t *h = pp__home_find(m, ref);
@@ -366,8 +367,9 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
     if (rc != 0) {
         atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
         if (rc == PP_EAGAIN) {
-            /* a load was started: try again from the retry list, never wait */
-            if (park(&m->retry, src, id, ref, need) == 0)
+            /* not resident: the loader thread pins it, waiting for the
+             * load, and brings the request back with the load's result */
+            if (pp__loader_add(m, src, id, ref, need) == 0)
                 return 2;
             rc = PP_ENOMEM;
         }
@@ -440,11 +442,12 @@ void pp__home_publish(pp_mpi_t *m, pp__home_t *h)
     serve_list(m, p);
 }
 
-void pp__home_retry(pp_mpi_t *m)
+void pp__home_loaded(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need, int rc)
 {
-    pp__parked_t *p = m->retry;
-    m->retry = NULL;
-    serve_list(m, p);
+    if (rc != 0)
+        reply_status(m, src, id, rc);   /* the load's error is the remote pin's */
+    else
+        (void)try_serve(m, src, id, ref, need);   /* resident: the loader's pin holds it */
 }
 
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
@@ -500,11 +503,6 @@ void pp__home_finish(pp_mpi_t *m)
  * returned) and drops its owner of the entry. */
 void pp__home_destroy(pp_mpi_t *m)
 {
-    for (pp__parked_t *p = m->retry, *next; p != NULL; p = next) {
-        next = p->next;
-        free(p);
-    }
-    m->retry = NULL;
     for (size_t b = 0; b < m->home_nblocks; b++) {
         for (unsigned i = 0; i < HOME_BLOCK; i++) {
             pp__home_t *h = &m->home_blocks[b][i];

@@ -152,6 +152,14 @@ uint64_t pp__mpi_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
+{
+    /* acquire: pairs with the test's release store of tp, after tp_ctx */
+    pp__mpi_tp_fn fn = atomic_load_explicit(&m->tp, memory_order_acquire);
+    if (fn != NULL)
+        fn(m, where, arg, m->tp_ctx);
+}
+
 void pp__mpi_wake(pp_mpi_t *m)
 {
     /* seq_cst bump and load: either the progress thread sees the new wake
@@ -207,6 +215,11 @@ static void free_layer(pp_mpi_t *m)
     if (m->seen_seq != NULL)
         for (int r = 0; r < m->size; r++)
             pp__wset_free(&m->seen_seq[r]);
+    if (m->claimed != NULL)
+        for (int r = 0; r < m->size; r++)
+            pp__wset_free(&m->claimed[r]);
+    free(m->claimed);
+    free(m->export_seq);
     free(m->cache);
     free(m->proxies);
     free(m->outbox);
@@ -223,6 +236,8 @@ static void free_layer(pp_mpi_t *m)
     pthread_mutex_destroy(&m->req_mu);
     pthread_cond_destroy(&m->req_cv);
     pthread_cond_destroy(&m->pub_cv);
+    pthread_mutex_destroy(&m->load_mu);
+    pthread_cond_destroy(&m->load_cv);
     pp__types_unref(m->types);   /* lives on while typed copies do */
     free(m);
     pp__ht_unhold();
@@ -250,6 +265,8 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     pthread_mutex_init(&m->req_mu, NULL);
     pthread_cond_init(&m->req_cv, NULL);
     pthread_cond_init(&m->pub_cv, NULL);
+    pthread_mutex_init(&m->load_mu, NULL);
+    pthread_cond_init(&m->load_cv, NULL);
     size_t n = (size_t)m->size;
     m->cache = calloc(n, sizeof *m->cache);
     m->proxies = calloc(n, sizeof *m->proxies);
@@ -258,8 +275,11 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     m->recv_from = calloc(n, sizeof *m->recv_from);
     m->fin_from = calloc(n, sizeof *m->fin_from);
     m->seen_seq = calloc(n, sizeof *m->seen_seq);
+    m->export_seq = calloc(n, sizeof *m->export_seq);
+    m->claimed = calloc(n, sizeof *m->claimed);
     bool ok = m->cache && m->proxies && m->outbox && m->sent_to && m->recv_from &&
-              m->fin_from && m->seen_seq && pp__ht_init(&m->home) &&
+              m->fin_from && m->seen_seq && m->export_seq && m->claimed &&
+              pp__ht_init(&m->home) &&
               pp__types_create(&m->types) == 0;
     for (size_t r = 0; ok && r < n; r++) {
         ok = pp__ht_init(&m->cache[r]) && pp__ht_init(&m->proxies[r]);
@@ -319,6 +339,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
     atomic_store_explicit(&m->finishing, 1, memory_order_release);   /* pairs with the progress thread's acquire */
     pp__mpi_wake(m);
     pthread_join(m->thread, NULL);
+    pp__loader_stop(m);
     int rc = m->progress_err;
     pp__home_destroy(m);
     pp__remote_destroy(m);

@@ -6,6 +6,7 @@
  *   home.c      the home side: records, write pins, versions, serving
  *   remote.c    the remote side: the cache of copies, requests, remote pins
  *   progress.c  the progress thread: messages in and out
+ *   loader.c    the home's loads for serves, on a thread of their own
  *   perthread.c each thread's hints and counters (perthread.h)
  *
  * Who touches what (docs/mpi.md, "Inside the layer"):
@@ -46,6 +47,8 @@ enum {
     PP__TAG_MINT = 4,      /* a holder at unit weight asks its home for more */
     PP__TAG_MINTED = 5,    /* the home's answer */
     PP__TAG_FIN = 6,       /* destroy: this rank sends nothing more but replies */
+    PP__TAG_CLAIM = 7,     /* an import asks the token's home to claim it */
+    PP__TAG_CLAIMED = 8,   /* the home's answer */
 };
 
 /* A cached copy's data starts with this header.  A flat copy (an entry
@@ -75,13 +78,41 @@ _Static_assert(sizeof(pp__copy_hdr_t) == PP__COPY_HDR, "copy header is 64 bytes"
 
 struct pp__req;
 
+/* ---- test points ------------------------------------------------------
+ * Named places on the layer's cold paths where a test (tests/mpi) runs
+ * code of its own on the thread that reaches them, to hold that thread
+ * there and drive an interleaving deterministically.  m->tp, when set,
+ * is called as tp(m, where, arg, m->tp_ctx).  Off, a point costs one
+ * relaxed load and a branch; none sits on a hit or an unpin. */
+enum pp__mpi_tp {
+    PP__MPI_TP_MISS,       /* remote.c: a pin's lock-free look found no
+                              copy, before it takes req_mu (arg: NULL) */
+    PP__MPI_TP_INSTALL,    /* remote.c: a pin claimed an arrived reply
+                              (INSTALLING), before it makes the copy
+                              (arg: the request; req_mu not held) */
+    PP__MPI_TP_EXPORT_GROW, /* owners.c: an export got new weight from its
+                              home and is about to keep part of it (arg:
+                              bool *, which the hook sets to make that
+                              allocation fail) */
+};
+typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
+/* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and
+ * pp__mpi_tp_run loads tp again with acquire before it reads tp_ctx. */
+#define PP__MPI_TP(m, where, arg)                                                   \
+    do {                                                                            \
+        if (__builtin_expect(atomic_load_explicit(&(m)->tp, memory_order_relaxed) != \
+                                 NULL, 0))                                          \
+            pp__mpi_tp_run((m), PP__MPI_TP_##where, (arg));                         \
+    } while (0)
+
 /* ---- commands: application threads -> the progress thread ------------ */
-enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL };
+enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL, PP__CMD_LOADED };
 typedef struct pp__cmd {
     int kind;
     uint32_t rank;                 /* RETURN: the home */
     pp__wire_return_t rec;         /* RETURN */
     struct pp__home *home;         /* PUBLISH, KILL */
+    struct pp__load *load;         /* LOADED (loader.c) */
     struct pp__cmd *next;
 } pp__cmd_t;
 
@@ -156,13 +187,16 @@ typedef struct pp__req {
     struct pp__req *next;
 } pp__req_t;
 
-/* A MINT ask (under req_mu): one application thread waits for it. */
+/* A MINT or CLAIM ask (under req_mu): one application thread waits for it. */
 typedef struct pp__mint {
     uint64_t id;
     uint32_t rank;
     uint64_t home_ref;
     int status;
     bool done, sent;
+    bool claim;                    /* CLAIM (from, seq), not MINT */
+    uint32_t from;
+    uint64_t seq;
     pp__wiv_t iv;
     struct pp__mint *next;
 } pp__mint_t;
@@ -197,6 +231,11 @@ struct pp_mpi {
 
     pthread_mutex_t own_mu;        /* owners: home weight, proxies */
     ck_ht_t *proxies;              /* [size]: home ref -> pp__proxy_t * */
+    /* under own_mu: tokens exported toward each home ([home]: the last
+     * token's seq), and, as a home, the tokens of each rank claimed here
+     * by their import or drop ([from]: a set of seqs) */
+    uint64_t *export_seq;
+    pp__wset_t *claimed;
 
     pthread_mutex_t cache_mu;      /* writers of the cache tables */
     ck_ht_t *cache;                /* [size]: home ref -> local ref of the copy */
@@ -213,12 +252,20 @@ struct pp_mpi {
     uint64_t *sent_to, *recv_from; /* [size] messages (not counting duplicates) */
     uint64_t *fin_from;            /* [size] FIN's count, UINT64_MAX: none yet */
     pp__wset_t *seen_seq;          /* [size] RETURN sequence numbers seen */
-    pp__parked_t *retry;           /* requests whose home pin said PP_EAGAIN */
     unsigned unsent;               /* requests and mints not sent yet (req_mu) */
     int progress_err;              /* first transport failure */
     uint64_t awaiting;             /* requests and mints sent, not answered yet */
 
     struct pp__types *types;       /* typed.c: the registered types */
+
+    /* loader.c: serves whose entry is not resident wait here for a load
+     * on the loader thread (made at the first; joined at destroy) */
+    pthread_mutex_t load_mu;
+    pthread_cond_t load_cv;
+    struct pp__load *load_q;
+    bool load_stop;
+    bool loader_made;              /* progress thread, then destroy */
+    pthread_t loader;
 
     /* Remote pins held (destroy refuses while > 0) and hits: the sums of
      * the threads' blocks (perthread.h), plus what was counted here by a
@@ -228,6 +275,9 @@ struct pp_mpi {
     pp__thr_t *thr;
     _Atomic int64_t spill_pins;
     _Atomic uint64_t spill_hits;
+    /* test points (above): set by tests only */
+    _Atomic(pp__mpi_tp_fn) tp;
+    void *tp_ctx;
     struct {
         _Atomic uint64_t misses, requests_served, bytes_fetched, bytes_served,
             weight_messages, refused_returns, refused_imports, weight_records;
@@ -265,6 +315,7 @@ int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_
                     struct pp__home *home);
 void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
 uint64_t pp__mpi_now_ns(void);
+void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
 /* ck_ht with direct 64-bit keys and values */
 bool pp__ht_init(ck_ht_t *ht);
 bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val);
@@ -286,7 +337,10 @@ int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, bool publish);
 void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
 void pp__home_publish(pp_mpi_t *m, pp__home_t *h);                         /* progress */
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h);                          /* progress */
-void pp__home_retry(pp_mpi_t *m);                                          /* progress */
+/* A serve's load on the loader thread ended with rc (0: the loader holds a
+ * pin of ref, dropped after this): serves the request, or answers rc. */
+void pp__home_loaded(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need,
+                     int rc);                                              /* progress */
 void pp__home_finish(pp_mpi_t *m);                                         /* progress */
 void pp__home_destroy(pp_mpi_t *m);
 
@@ -298,6 +352,10 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg);              /* pro
 void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len);  /* progress */
 int pp__remote_send_new(pp_mpi_t *m);                                      /* progress */
 int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv);
+/* Asks home rank to claim the token (from, seq) of ref: 0, PP_EINVAL (it
+ * was claimed before: imported or dropped already), PP_ENOMEM, PP_EIO. */
+int pp__remote_claim(pp_mpi_t *m, uint32_t rank, uint64_t ref, uint32_t from, uint64_t seq);
+void pp__remote_claimed(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */
 bool pp__remote_idle(pp_mpi_t *m);     /* no request or mint of this rank in flight */
 void pp__remote_drop_copy(pp_mpi_t *m, uint32_t rank, uint64_t home_ref);
 void pp__remote_destroy(pp_mpi_t *m);
@@ -321,10 +379,18 @@ const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data);
 /* owners.c */
 void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */
 void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
+void pp__owners_claim_msg(pp_mpi_t *m, int src, const void *buf, size_t len);  /* progress */
 bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref);              /* own_mu held */
 void pp__owners_return_local(pp_mpi_t *m, const pp__wire_return_t *rec, size_t n);
 void pp__owners_finish(pp_mpi_t *m);   /* destroy, before FIN: report and return */
 void pp__owners_destroy(pp_mpi_t *m);
+
+/* loader.c */
+/* Queues a load of ref for the request (src, id), which is served when it
+ * is done (pp__home_loaded): 0, PP_ENOMEM (nothing queued). */
+int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need); /* progress */
+void pp__loader_done(pp_mpi_t *m, struct pp__load *l);                     /* progress */
+void pp__loader_stop(pp_mpi_t *m);     /* destroy, after the progress thread */
 
 /* progress.c */
 void *pp__progress_main(void *arg);

@@ -36,7 +36,31 @@ static void proxy_remove(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__proxy_t *
 
 static bool token_sane(const pp_mpi_t *m, const pp_mpi_token_t *t)
 {
-    return t->gref.ref != PP_REF_NONE && t->gref.rank < (uint32_t)m->size && t->lo < t->hi;
+    return t->gref.ref != PP_REF_NONE && t->gref.rank < (uint32_t)m->size && t->lo < t->hi &&
+           t->from < (uint32_t)m->size && t->seq != 0 && t->seq != UINT64_MAX;
+}
+
+/* Home, own_mu held: claims the token seq of rank from (its import or its
+ * drop), once: 0, PP_EINVAL (claimed before), PP_ENOMEM.  A token's seq
+ * is its exporter's count of exports toward this home, so each rank's
+ * claimed set is a few intervals (the gaps are tokens still in flight). */
+static int claim(pp_mpi_t *m, uint32_t from, uint64_t seq)
+{
+    if (from >= (uint32_t)m->size || seq == 0 || seq == UINT64_MAX)
+        return PP_EINVAL;
+    return pp__wset_add(&m->claimed[from], (pp__wiv_t){ seq, seq + 1 });
+}
+
+/* Claims the token at its home: locally on the home, else one round trip
+ * (own_mu not held). */
+static int claim_token(pp_mpi_t *m, const pp_mpi_token_t *t)
+{
+    if (t->gref.rank != (uint32_t)m->rank)
+        return pp__remote_claim(m, t->gref.rank, t->gref.ref, t->from, t->seq);
+    pthread_mutex_lock(&m->own_mu);
+    int rc = claim(m, t->from, t->seq);
+    pthread_mutex_unlock(&m->own_mu);
+    return rc;
 }
 
 /* Home, own_mu held: mints the next interval of h. */
@@ -101,17 +125,35 @@ int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out)
                 rc = pp__remote_mint(m, ref.rank, ref.ref, &more);
                 pthread_mutex_lock(&m->own_mu);
                 if (rc == 0) {
+                    /* Keep the lower half, give the upper half.  Minted
+                     * weight is never dropped: with no room to keep a
+                     * part, the token takes it all; with no proxy left
+                     * (the caller's owner released meanwhile), it goes
+                     * home. */
                     p = proxy_find(m, ref.rank, ref.ref);
-                    rc = p == NULL ? PP_ESTALE : pp__wset_add(&p->held, more);
-                    if (rc == 0)
-                        rc = pp__wset_split(&p->held, &iv);
+                    pp__wiv_t keep = { more.lo, more.lo + (more.hi - more.lo) / 2 };
+                    bool grow_fails = false;
+                    PP__MPI_TP(m, EXPORT_GROW, &grow_fails);
+                    if (p == NULL) {
+                        pp__wire_return_t rec = { ref.ref, more.lo, more.hi };
+                        if (pp__mpi_command(m, PP__CMD_RETURN, ref.rank, &rec, NULL) != 0)
+                            pp__mpi_report(m, "no memory to return weight of ref %#llx to rank "
+                                              "%u: its home keeps it until destroy",
+                                           (unsigned long long)ref.ref, ref.rank);
+                        rc = PP_ESTALE;
+                    } else if (!grow_fails && pp__wset_add(&p->held, keep) == 0) {
+                        iv = (pp__wiv_t){ keep.hi, more.hi };
+                    } else {
+                        iv = more;
+                    }
                 }
             }
         }
     }
-    pthread_mutex_unlock(&m->own_mu);
     if (rc == 0)
-        *out = (pp_mpi_token_t){ ref, iv.lo, iv.hi };
+        *out = (pp_mpi_token_t){ ref, iv.lo, iv.hi, (uint32_t)m->rank, 0,
+                                 ++m->export_seq[ref.rank] };
+    pthread_mutex_unlock(&m->own_mu);
     return rc;
 }
 
@@ -127,35 +169,55 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
     pp__wiv_t iv = { token->lo, token->hi };
     uint32_t rank = token->gref.rank;
     uint64_t ref = token->gref.ref;
-    int rc = 0;
+    /* The home claims the token first: a token imported or dropped before,
+     * on any rank, is refused here, before this rank holds its weight. */
+    int rc = claim_token(m, token);
+    if (rc != 0) {
+        if (rc == PP_EINVAL)
+            atomic_fetch_add_explicit(&m->st.refused_imports, 1, memory_order_relaxed);
+        return rc;
+    }
     pthread_mutex_lock(&m->own_mu);
     if (rank == (uint32_t)m->rank) {
         /* The weight comes home at once: it becomes one owner here. */
         pp__home_t *h = pp__home_find(m, ref);
-        if (h == NULL)
+        if (h == NULL) {
             rc = PP_ESTALE;
-        else if (h->owners == PP_MAX_OWNERS)
+        } else if (h->owners == PP_MAX_OWNERS) {
+            /* claimed, but no owner to give: the weight is home, unowned */
             rc = PP_EOVERFLOW;
-        else if ((rc = pp__wset_remove(&h->out, iv)) == 0)
+            if (pp__wset_remove(&h->out, iv) == 0)
+                home_check(m, h);
+        } else if ((rc = pp__wset_remove(&h->out, iv)) == 0) {
             h->owners++;
+        }
     } else {
         pp__proxy_t *p = proxy_find(m, rank, ref);
         bool made = false;
         if (p == NULL) {
             p = calloc(1, sizeof *p);
-            if (p == NULL || !pp__ht_set(&m->proxies[rank], ref, (uint64_t)(uintptr_t)p)) {
+            if (p != NULL && !pp__ht_set(&m->proxies[rank], ref, (uint64_t)(uintptr_t)p)) {
                 free(p);
-                pthread_mutex_unlock(&m->own_mu);
-                return PP_ENOMEM;
+                p = NULL;
             }
-            made = true;
+            made = p != NULL;
         }
-        if (p->owners == PP_MAX_OWNERS)
+        if (p == NULL)
+            rc = PP_ENOMEM;
+        else if (p->owners == PP_MAX_OWNERS)
             rc = PP_EOVERFLOW;
         else if ((rc = pp__wset_add(&p->held, iv)) == 0)
             p->owners++;
         if (rc != 0 && made)
             proxy_remove(m, rank, ref, p);
+        if (rc == PP_ENOMEM || rc == PP_EOVERFLOW) {
+            /* claimed, but not held here: the weight goes home, the token is used up */
+            pp__wire_return_t rec = { ref, iv.lo, iv.hi };
+            if (pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
+                pp__mpi_report(m, "import of ref %#llx of rank %u failed (%s): its weight stays "
+                                  "out until destroy",
+                               (unsigned long long)ref, rank, pp_err_name(rc));
+        }
     }
     pthread_mutex_unlock(&m->own_mu);
     if (rc == PP_EINVAL)
@@ -170,12 +232,14 @@ int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token)
     if (m == NULL || token == NULL || !token_sane(m, token))
         return PP_EINVAL;
     uint32_t rank = token->gref.rank;
+    int rc = claim_token(m, token);   /* a dropped token is never imported */
+    if (rc != 0)
+        return rc;
     if (rank != (uint32_t)m->rank) {
-        /* Straight home; the home refuses it if it was imported already. */
+        /* Claimed: its weight goes straight home. */
         pp__wire_return_t rec = { token->gref.ref, token->lo, token->hi };
         return pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL);
     }
-    int rc;
     pthread_mutex_lock(&m->own_mu);
     pp__home_t *h = pp__home_find(m, token->gref.ref);
     if (h == NULL) {
@@ -248,20 +312,33 @@ bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref)
 
 /* ---- messages (progress thread) -------------------------------------------- */
 
-/* own_mu held: one interval of weight came back from src. */
+/* own_mu held: one interval of weight came back from src.  What of it is
+ * out comes home; the rest (a token imported twice, merged at its holder
+ * with weight it owned, or garbage) is refused, reported and counted, and
+ * never holds back the part that is good. */
 static void return_one(pp_mpi_t *m, int src, pp__wire_return_t r)
 {
     pp__home_t *h = pp__home_find(m, r.ref);
-    if (h == NULL || pp__wset_remove(&h->out, (pp__wiv_t){ r.lo, r.hi }) != 0) {
-        pp__mpi_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx that is not "
-                          "out (a token imported twice, or garbage): refused",
-                       src, (unsigned long long)r.lo, (unsigned long long)r.hi,
-                       (unsigned long long)r.ref);
-        /* counted after the report: whoever sees the count sees the line */
-        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_release);
+    uint64_t gone = 0;
+    int rc = h == NULL ? PP_ESTALE : pp__wset_remove_overlap(&h->out, (pp__wiv_t){ r.lo, r.hi },
+                                                             &gone);
+    if (rc == PP_ENOMEM) {
+        pp__mpi_report(m, "no memory to take back weight [%#llx, %#llx) of ref %#llx from rank "
+                          "%d: its home keeps it until destroy",
+                       (unsigned long long)r.lo, (unsigned long long)r.hi,
+                       (unsigned long long)r.ref, src);
         return;
     }
-    home_check(m, h);
+    if (gone != r.hi - r.lo) {
+        pp__mpi_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx of which %#llx "
+                          "is not out (a token imported twice, or garbage): that part refused",
+                       src, (unsigned long long)r.lo, (unsigned long long)r.hi,
+                       (unsigned long long)r.ref, (unsigned long long)(r.hi - r.lo - gone));
+        /* counted after the report: whoever sees the count sees the line */
+        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_release);
+    }
+    if (gone != 0)
+        home_check(m, h);
 }
 
 void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
@@ -304,6 +381,22 @@ void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
     unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_MINTED_N)];
     pp__wire_fixed_pack(msg, PP__WIRE_MINTED, g, PP__WIRE_MINTED_N);
     (void)pp__progress_send(m, src, PP__TAG_MINTED, msg, sizeof msg, NULL, 0, 0, NULL, NULL);
+}
+
+void pp__owners_claim_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
+{
+    uint64_t f[PP__WIRE_CLAIM_N];
+    if (pp__wire_fixed_check(buf, len, PP__WIRE_CLAIM, f, PP__WIRE_CLAIM_N) != 0) {
+        pp__mpi_report(m, "a claim from rank %d is garbage: ignored", src);
+        return;
+    }
+    pthread_mutex_lock(&m->own_mu);
+    int rc = f[2] >= (uint64_t)m->size ? PP_EINVAL : claim(m, (uint32_t)f[2], f[3]);
+    pthread_mutex_unlock(&m->own_mu);
+    uint64_t g[PP__WIRE_CLAIMED_N] = { f[0], (uint64_t)(int64_t)rc };
+    unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_CLAIMED_N)];
+    pp__wire_fixed_pack(msg, PP__WIRE_CLAIMED, g, PP__WIRE_CLAIMED_N);
+    (void)pp__progress_send(m, src, PP__TAG_CLAIMED, msg, sizeof msg, NULL, 0, 0, NULL, NULL);
 }
 
 /* ---- destroy ---------------------------------------------------------------- */

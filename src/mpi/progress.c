@@ -3,8 +3,8 @@
  * calls the transport (so the only one that calls MPI).
  *
  * Each turn it takes the application threads' commands (weight to return,
- * publications, records to recycle), sends new requests, handles what
- * arrived, retries serves whose entry was being loaded, and sends the
+ * publications, records to recycle, serves whose load ended on the
+ * loader thread), sends new requests, handles what arrived, and sends the
  * weight returns that are due: one message per home holds every record
  * queued for it, sent once 256 are queued or the oldest has waited
  * RETURN_DELAY_NS.  It never blocks on anything but its own idle sleep:
@@ -100,7 +100,7 @@ static int flush_returns(pp_mpi_t *m, bool all)
         unsigned char *buf = malloc(len);
         if (buf == NULL)
             continue;   /* try again next turn */
-        pp__wire_return_pack(buf, (uint32_t)o->seq, o->rec, o->n);
+        pp__wire_return_pack(buf, o->seq, o->rec, o->n);
         /* A duplicate is harmless: the home drops a sequence number it saw. */
         if (pp__progress_send(m, r, PP__TAG_RETURN, buf, len, NULL, 0, PP__SEND_DUP_OK, NULL,
                               NULL) == 0) {
@@ -143,6 +143,9 @@ static int take_commands(pp_mpi_t *m)
         case PP__CMD_KILL:
             pp__home_killed(m, c->home);
             break;
+        case PP__CMD_LOADED:
+            pp__loader_done(m, c->load);
+            break;
         }
         c = next;
         did++;
@@ -159,11 +162,13 @@ static void handle(pp_mpi_t *m, pp__msg_t *msg)
     }
     int kind = pp__wire_kind(msg->buf, msg->len);
     if (kind == PP__WIRE_RETURN) {
-        /* RETURN may arrive twice (transport duplicates): count it once */
+        /* RETURN may arrive twice (transport duplicates): count it once.
+         * The sequence number is 64-bit: seq + 1 cannot wrap (2^64
+         * messages from one rank). */
         size_t n;
-        uint32_t seq;
+        uint64_t seq;
         if (pp__wire_return_check(msg->buf, msg->len, &n, &seq) == 0 &&
-            pp__wset_add(&m->seen_seq[src], (pp__wiv_t){ seq, (uint64_t)seq + 1 }) != 0) {
+            pp__wset_add(&m->seen_seq[src], (pp__wiv_t){ seq, seq + 1 }) != 0) {
             m->t->ops->msg_free(m->t, msg);
             return;
         }
@@ -185,6 +190,12 @@ static void handle(pp_mpi_t *m, pp__msg_t *msg)
         break;
     case PP__WIRE_MINTED:
         pp__remote_minted(m, src, msg->buf, msg->len);
+        break;
+    case PP__WIRE_CLAIM:
+        pp__owners_claim_msg(m, src, msg->buf, msg->len);
+        break;
+    case PP__WIRE_CLAIMED:
+        pp__remote_claimed(m, src, msg->buf, msg->len);
         break;
     case PP__WIRE_FIN: {
         uint64_t f[PP__WIRE_FIN_N];
@@ -257,9 +268,6 @@ void *pp__progress_main(void *arg)
             handle(m, &msg);
             did++;
         }
-        bool retrying = m->retry != NULL;
-        if (retrying)
-            pp__home_retry(m);
         /* acquire: pairs with pp_mpi_destroy's release store: the owners it
          * gave back before are in the command queue we read next turn */
         bool finishing = atomic_load_explicit(&m->finishing, memory_order_acquire) != 0;
@@ -280,13 +288,13 @@ void *pp__progress_main(void *arg)
          * only while both ends call into it, so neither end may sleep. */
         bool waiting = m->awaiting != 0 || m->t->ops->sends_pending(m->t) != 0;
         uint64_t now = pp__mpi_now_ns();
-        if (waiting && did == 0 && !retrying) {
+        if (waiting && did == 0) {
             sched_yield();
             last_work = now;
             sleep_ns = 1000;
             continue;
         }
-        if (did != 0 || retrying) {
+        if (did != 0) {
             last_work = now;
             sleep_ns = 1000;
             continue;

@@ -111,6 +111,15 @@ static void unlink_req(pp_mpi_t *m, pp__req_t *req)
     }
 }
 
+/* req_mu held, after a lock-free look missed: whether a second look hits.
+ * An install that ended since then put its copy in the table before it
+ * took req_mu to finish its request, so with no request left to join, the
+ * copy is found here and the home is not asked again. */
+static bool hit_after_all(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
+{
+    return find_req(m, ref) == NULL && try_hit(m, ref, data, got) == 0;
+}
+
 /* req_mu held.  The request for ref, made if there is none; NULL: no memory. */
 static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
 {
@@ -212,6 +221,18 @@ static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data,
     return 0;
 }
 
+/* After a failed install: whether the failure was the installing
+ * thread's alone, so the fetched bytes stay with the request (ARRIVED)
+ * for another waiter or the next pin: no room for a copy now (PP_EAGAIN
+ * with PP_PUT_NOWAIT, PP_ENOMEM), or a QSBR thread inside its section
+ * that may not wait for the reclaim backlog (PP_EDEADLK).  Otherwise (a
+ * typed copy's load failed: the bytes are bad) the request is finished
+ * with the error for all its waiters. */
+static bool installer_only(int rc)
+{
+    return rc == PP_EAGAIN || rc == PP_ENOMEM || rc == PP_EDEADLK;
+}
+
 /* req_mu held: req is finished (its waiters free it; see reap). */
 static void finish_req(pp_mpi_t *m, pp__req_t *req, int status)
 {
@@ -238,7 +259,13 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
             pp__thr_count(m, 1, 1);
             return 0;
         }
+        PP__MPI_TP(m, MISS, NULL);
         pthread_mutex_lock(&m->req_mu);
+        if (hit_after_all(m, ref, data, got)) {
+            pthread_mutex_unlock(&m->req_mu);
+            pp__thr_count(m, 1, 1);
+            return 0;
+        }
         bool made;
         pp__req_t *req = start_req(m, ref, &made);
         if (req == NULL) {
@@ -259,12 +286,13 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
         if (req->state == PP__REQ_ARRIVED) {
             req->state = PP__REQ_INSTALLING;
             pthread_mutex_unlock(&m->req_mu);
+            PP__MPI_TP(m, INSTALL, req);
             rc = install(m, req, flags & PP_PIN_NOWAIT ? PP_PUT_NOWAIT : 0, data, got);
             pthread_mutex_lock(&m->req_mu);
             mine = rc == 0;
             again = rc == PP_ESTALE;   /* the pool dropped it at once: fetch again */
-            if (rc == PP_EAGAIN) {
-                req->state = PP__REQ_ARRIVED;   /* no room now: the bytes wait here */
+            if (installer_only(rc)) {
+                req->state = PP__REQ_ARRIVED;   /* the bytes wait here for another try */
                 pthread_cond_broadcast(&m->req_cv);
             } else {
                 /* the other waiters look again: a hit, or a new fetch */
@@ -310,6 +338,11 @@ int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref)
         return pp__remote_unpin(m, ref, 0, d);
     }
     pthread_mutex_lock(&m->req_mu);
+    if (hit_after_all(m, ref, &d, NULL)) {
+        pthread_mutex_unlock(&m->req_mu);
+        pp__thr_count(m, 0, 1);   /* the pin its unpin drops */
+        return pp__remote_unpin(m, ref, 0, d);
+    }
     bool made;
     pp__req_t *req = start_req(m, ref, &made);
     pthread_mutex_unlock(&m->req_mu);
@@ -366,11 +399,12 @@ int pp__remote_send_new(pp_mpi_t *m)
             continue;
         t->sent = true;
         m->unsent--;
-        uint64_t f[PP__WIRE_MINT_N] = { t->id, t->home_ref };
-        unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_MINT_N)];
-        pp__wire_fixed_pack(msg, PP__WIRE_MINT, f, PP__WIRE_MINT_N);
-        int rc = pp__progress_send(m, (int)t->rank, PP__TAG_MINT, msg, sizeof msg, NULL, 0, 0,
-                                   NULL, NULL);
+        uint64_t f[PP__WIRE_CLAIM_N] = { t->id, t->home_ref, t->from, t->seq };
+        unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_CLAIM_N)];
+        unsigned nf = t->claim ? PP__WIRE_CLAIM_N : PP__WIRE_MINT_N;
+        pp__wire_fixed_pack(msg, t->claim ? PP__WIRE_CLAIM : PP__WIRE_MINT, f, nf);
+        int rc = pp__progress_send(m, (int)t->rank, t->claim ? PP__TAG_CLAIM : PP__TAG_MINT, msg,
+                                   PP__WIRE_FIXED_SIZE(nf), NULL, 0, 0, NULL, NULL);
         if (rc != 0) {
             t->status = rc;
             t->done = true;
@@ -439,7 +473,7 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     pthread_mutex_unlock(&m->req_mu);
     int rc = install(m, req, PP_PUT_NOWAIT, NULL, NULL);
     pthread_mutex_lock(&m->req_mu);
-    if (rc == PP_EAGAIN || rc == PP_ENOMEM) {
+    if (installer_only(rc)) {
         req->state = PP__REQ_ARRIVED;   /* a pin installs it */
         pthread_cond_broadcast(&m->req_cv);
     } else {
@@ -449,29 +483,75 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     pthread_mutex_unlock(&m->req_mu);
 }
 
-int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv)
+/* Sends the ask t to its home and waits for the answer: its status. */
+static int ask_home(pp_mpi_t *m, pp__mint_t *t)
 {
-    pp__mint_t t = { .rank = rank, .home_ref = ref };
     pthread_mutex_lock(&m->req_mu);
-    t.id = m->next_id++;
-    t.next = m->mints;
-    m->mints = &t;
+    t->id = m->next_id++;
+    t->next = m->mints;
+    m->mints = t;
     m->unsent++;
     pthread_mutex_unlock(&m->req_mu);
     pp__mpi_wake(m);
     pthread_mutex_lock(&m->req_mu);
-    while (!t.done)
+    while (!t->done)
         pthread_cond_wait(&m->req_cv, &m->req_mu);
     for (pp__mint_t **p = &m->mints; *p != NULL; p = &(*p)->next) {
-        if (*p == &t) {
-            *p = t.next;
+        if (*p == t) {
+            *p = t->next;
             break;
         }
     }
     pthread_mutex_unlock(&m->req_mu);
-    if (t.status == 0)
+    return t->status;
+}
+
+int pp__remote_claim(pp_mpi_t *m, uint32_t rank, uint64_t ref, uint32_t from, uint64_t seq)
+{
+    pp__mint_t t = { .rank = rank, .home_ref = ref, .claim = true, .from = from, .seq = seq };
+    return ask_home(m, &t);
+}
+
+/* The ask whose answer came from src: req_mu held; NULL (reported) if none. */
+static pp__mint_t *answered(pp_mpi_t *m, int src, uint64_t id, bool claim)
+{
+    pp__mint_t *t = m->mints;
+    while (t != NULL && t->id != id)
+        t = t->next;
+    if (t == NULL || t->rank != (uint32_t)src || t->done || t->claim != claim)
+        return NULL;
+    return t;
+}
+
+void pp__remote_claimed(pp_mpi_t *m, int src, const void *buf, size_t len)
+{
+    uint64_t f[PP__WIRE_CLAIMED_N];
+    int status = 0;
+    pthread_mutex_lock(&m->req_mu);
+    pp__mint_t *t = pp__wire_fixed_check(buf, len, PP__WIRE_CLAIMED, f, PP__WIRE_CLAIMED_N) == 0
+                        ? answered(m, src, f[0], true)
+                        : NULL;
+    status = t != NULL ? (int)(int64_t)f[1] : 0;
+    if (t == NULL || status > 0 || status < -64) {
+        pthread_mutex_unlock(&m->req_mu);
+        pp__mpi_report(m, "a claim answer from rank %d is garbage or matches no ask: ignored",
+                       src);
+        return;
+    }
+    m->awaiting--;
+    t->status = status;
+    t->done = true;
+    pthread_cond_broadcast(&m->req_cv);
+    pthread_mutex_unlock(&m->req_mu);
+}
+
+int pp__remote_mint(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__wiv_t *iv)
+{
+    pp__mint_t t = { .rank = rank, .home_ref = ref };
+    int rc = ask_home(m, &t);
+    if (rc == 0)
         *iv = t.iv;
-    return t.status;
+    return rc;
 }
 
 void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
@@ -483,11 +563,8 @@ void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
     }
     int status = (int)(int64_t)f[1];
     pthread_mutex_lock(&m->req_mu);
-    pp__mint_t *t = m->mints;
-    while (t != NULL && t->id != f[0])
-        t = t->next;
-    if (t == NULL || t->rank != (uint32_t)src || t->done ||
-        (status == 0 && f[2] >= f[3])) {
+    pp__mint_t *t = answered(m, src, f[0], false);
+    if (t == NULL || (status == 0 && f[2] >= f[3])) {
         pthread_mutex_unlock(&m->req_mu);
         pp__mpi_report(m, "a mint answer from rank %d matches no ask: ignored", src);
         return;

@@ -137,7 +137,9 @@ static void copy_free(void *data, size_t size, void *ctx)
     if (h->obj != NULL) {
         /* out of the table before obj's memory can be reused */
         pthread_mutex_lock(&ts->mu);
-        (void)pp__ht_remove(&ts->by_obj, (uint64_t)(uintptr_t)h->obj);
+        uint64_t v;
+        if (pp__ht_get(&ts->by_obj, (uint64_t)(uintptr_t)h->obj, &v) && v == (uintptr_t)h)
+            (void)pp__ht_remove(&ts->by_obj, (uint64_t)(uintptr_t)h->obj);
         pthread_mutex_unlock(&ts->mu);
         free_obj(pp__types_get(ts, h->type_id), h->obj, size);
     }
@@ -167,11 +169,36 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
         free(h);
         return rc;
     }
+    /* obj names the copy at its unpins: it goes into the table before the
+     * put, and no other copy may hold it (a load that hands out data
+     * another copy holds breaks its contract, and the unpins of the two
+     * could not be told apart: refused, never mapped twice). */
+    uint64_t key = (uint64_t)(uintptr_t)h->obj, other;
+    pthread_mutex_lock(&ts->mu);
+    bool taken = pp__ht_get(&ts->by_obj, key, &other);
+    bool in = !taken && pp__ht_set(&ts->by_obj, key, (uint64_t)(uintptr_t)h);
+    pthread_mutex_unlock(&ts->mu);
+    if (taken) {
+        pp__mpi_report(m, "type %s: load returned data that another copy holds (a load must "
+                       "allocate new data): rank %u's ref %#llx not copied, PP_EIO",
+                       type->name != NULL ? type->name : "(unnamed)", req->rank,
+                       (unsigned long long)req->home_ref);
+        free(h);   /* obj is the other copy's */
+        return PP_EIO;
+    }
+    if (!in) {
+        free_obj(type, h->obj, (size_t)req->size);
+        free(h);
+        return PP_ENOMEM;
+    }
     types_ref(ts);
     pp_ref_t ref;
     rc = pp_put(m->pool, h, (size_t)req->size, &ts->copy_type, put_flags, &ref);
     if (rc != 0) {
         /* no room now: the packed bytes stay req's, for the next try */
+        pthread_mutex_lock(&ts->mu);
+        (void)pp__ht_remove(&ts->by_obj, key);
+        pthread_mutex_unlock(&ts->mu);
         free_obj(type, h->obj, (size_t)req->size);
         free(h);
         pp__types_unref(ts);
@@ -184,14 +211,6 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
         return PP_ESTALE;   /* dropped already, to make room */
     /* release: pairs with the unpin's acquire load */
     atomic_store_explicit(&h->local, ref, memory_order_release);
-    pthread_mutex_lock(&ts->mu);
-    bool in = pp__ht_set(&ts->by_obj, (uint64_t)(uintptr_t)h->obj, (uint64_t)(uintptr_t)h);
-    pthread_mutex_unlock(&ts->mu);
-    if (!in) {
-        (void)pp_unpin(m->pool, ref);
-        (void)pp_release(m->pool, ref);   /* dies; copy_free frees obj */
-        return PP_ENOMEM;
-    }
     free(req->buf);   /* unpacked: the copy holds what load made */
     req->buf = NULL;
     *local = ref;

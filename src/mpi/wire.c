@@ -35,9 +35,9 @@ static uint64_t get64(const unsigned char *p)
 
 size_t pp__wire_return_size(size_t n)
 {
-    if (n > UINT32_MAX || n > (SIZE_MAX - PP__WIRE_HDR) / PP__WIRE_RETURN_REC)
+    if (n > UINT32_MAX || n > (SIZE_MAX - PP__WIRE_HDR - PP__WIRE_SEQ) / PP__WIRE_RETURN_REC)
         return 0;
-    return PP__WIRE_HDR + n * PP__WIRE_RETURN_REC;
+    return PP__WIRE_HDR + PP__WIRE_SEQ + n * PP__WIRE_RETURN_REC;
 }
 
 static void put_hdr(unsigned char *p, unsigned kind, uint32_t count, uint32_t aux)
@@ -55,7 +55,7 @@ int pp__wire_kind(const void *buf, size_t len)
         return PP_ECORRUPT;
     uint32_t vk = get32(p + 4);
     unsigned kind = vk >> 16;
-    if ((vk & 0xffffu) != PP__WIRE_VERSION || kind < PP__WIRE_RETURN || kind > PP__WIRE_FIN)
+    if ((vk & 0xffffu) != PP__WIRE_VERSION || kind < PP__WIRE_RETURN || kind > PP__WIRE_CLAIMED)
         return PP_ECORRUPT;
     return (int)kind;
 }
@@ -77,6 +77,8 @@ static unsigned fixed_fields(unsigned kind)
     case PP__WIRE_MINT: return PP__WIRE_MINT_N;
     case PP__WIRE_MINTED: return PP__WIRE_MINTED_N;
     case PP__WIRE_FIN: return PP__WIRE_FIN_N;
+    case PP__WIRE_CLAIM: return PP__WIRE_CLAIM_N;
+    case PP__WIRE_CLAIMED: return PP__WIRE_CLAIMED_N;
     default: return 0;
     }
 }
@@ -94,11 +96,12 @@ int pp__wire_fixed_check(const void *buf, size_t len, unsigned kind, uint64_t *f
     return 0;
 }
 
-void pp__wire_return_pack(void *buf, uint32_t seq, const pp__wire_return_t *recs, size_t n)
+void pp__wire_return_pack(void *buf, uint64_t seq, const pp__wire_return_t *recs, size_t n)
 {
     unsigned char *p = buf;
-    put_hdr(p, PP__WIRE_RETURN, (uint32_t)n, seq);
-    p += PP__WIRE_HDR;
+    put_hdr(p, PP__WIRE_RETURN, (uint32_t)n, 0);
+    put64(p + PP__WIRE_HDR, seq);
+    p += PP__WIRE_HDR + PP__WIRE_SEQ;
     for (size_t i = 0; i < n; i++, p += PP__WIRE_RETURN_REC) {
         put64(p, recs[i].ref);
         put64(p + 8, recs[i].lo);
@@ -106,7 +109,7 @@ void pp__wire_return_pack(void *buf, uint32_t seq, const pp__wire_return_t *recs
     }
 }
 
-int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint32_t *seq)
+int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint64_t *seq)
 {
     if ((buf == NULL && len != 0) || n == NULL)
         return PP_EINVAL;
@@ -117,7 +120,7 @@ int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint32_t *seq)
     if ((vk & 0xffffu) != PP__WIRE_VERSION || (vk >> 16) != PP__WIRE_RETURN)
         return PP_ECORRUPT;
     size_t count = get32(p + 8);
-    if (pp__wire_return_size(count) != len)
+    if (get32(p + 12) != 0 || pp__wire_return_size(count) != len)
         return PP_ECORRUPT;
     for (size_t i = 0; i < count; i++) {
         pp__wire_return_t r = pp__wire_return_get(buf, i);
@@ -126,12 +129,13 @@ int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint32_t *seq)
     }
     *n = count;
     if (seq != NULL)
-        *seq = get32(p + 12);
+        *seq = get64(p + PP__WIRE_HDR);
     return 0;
 }
 
 pp__wire_return_t pp__wire_return_get(const void *buf, size_t i)
 {
-    const unsigned char *p = (const unsigned char *)buf + PP__WIRE_HDR + i * PP__WIRE_RETURN_REC;
+    const unsigned char *p =
+        (const unsigned char *)buf + PP__WIRE_HDR + PP__WIRE_SEQ + i * PP__WIRE_RETURN_REC;
     return (pp__wire_return_t){ get64(p), get64(p + 8), get64(p + 16) };
 }

@@ -3,8 +3,11 @@
  *
  * Every message starts with a header: a magic number, the protocol
  * version, its kind, the count of records that follow and a 32-bit aux
- * word (RETURN: the message's sequence number from its sender, so that a
- * duplicate is recognised); the records of a kind have a fixed size.
+ * word (0); the records of a kind have a fixed size.  A RETURN carries,
+ * between its header and its records, the message's 64-bit sequence
+ * number from its sender, so that a duplicate is recognised: 64 bits
+ * never wrap (a 32-bit one did, after 2^32 returns from one rank to one
+ * home, and every later return was dropped as a duplicate).
  * The other kinds are "fixed" messages: the header (count 0) and a fixed
  * number of 64-bit fields.  A message from another rank is checked
  * before anything in it is used: its length must be exactly the header
@@ -22,16 +25,19 @@
 #include <stdint.h>
 
 #define PP__WIRE_MAGIC   0x70706d31u      /* "ppm1" */
-#define PP__WIRE_VERSION 1u
+#define PP__WIRE_VERSION 2u              /* 2: RETURN's sequence number is 64-bit */
 #define PP__WIRE_HDR     16u              /* magic, version:16, kind:16, count, aux */
+#define PP__WIRE_SEQ     8u               /* RETURN: its sequence number, after the header */
 
 enum pp__wire_kind {
-    PP__WIRE_RETURN = 1,                  /* weight going home: {ref, lo, hi} */
+    PP__WIRE_RETURN = 1,                  /* weight going home: seq, then {ref, lo, hi} */
     PP__WIRE_REQ = 2,                     /* {id, home ref, version needed} */
     PP__WIRE_REPLY = 3,                   /* {id, status, version, size, 0, 0}, then the bytes */
     PP__WIRE_MINT = 4,                    /* {id, home ref} */
     PP__WIRE_MINTED = 5,                  /* {id, status, lo, hi} */
     PP__WIRE_FIN = 6,                     /* {messages sent to the receiver before it} */
+    PP__WIRE_CLAIM = 7,                   /* {id, home ref, from, seq}: an import */
+    PP__WIRE_CLAIMED = 8,                 /* {id, status} */
 };
 
 #define PP__WIRE_REQ_N    3u
@@ -39,6 +45,8 @@ enum pp__wire_kind {
 #define PP__WIRE_MINT_N   2u
 #define PP__WIRE_MINTED_N 4u
 #define PP__WIRE_FIN_N    1u
+#define PP__WIRE_CLAIM_N  4u
+#define PP__WIRE_CLAIMED_N 2u
 #define PP__WIRE_FIXED_MAX 6u
 
 /* Bytes of a fixed message of nf fields. */
@@ -64,12 +72,12 @@ typedef struct pp__wire_return {
 size_t pp__wire_return_size(size_t n);
 /* Writes a RETURN message of recs[0..n), sequence number seq, into buf
  * (pp__wire_return_size(n) bytes). */
-void pp__wire_return_pack(void *buf, uint32_t seq, const pp__wire_return_t *recs, size_t n);
+void pp__wire_return_pack(void *buf, uint64_t seq, const pp__wire_return_t *recs, size_t n);
 /* Checks a received message and, if it is a RETURN, gives its record
- * count and sequence number: 0, PP_ECORRUPT (bad length, magic, version or
- * kind; or a record with lo >= hi), PP_EINVAL (NULL arguments; seq may be
+ * count and sequence number: 0, PP_ECORRUPT (bad length, magic, version,
+ * kind or aux; or a record with lo >= hi), PP_EINVAL (NULL arguments; seq may be
  * NULL). */
-int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint32_t *seq);
+int pp__wire_return_check(const void *buf, size_t len, size_t *n, uint64_t *seq);
 /* Record i of a checked RETURN message. */
 pp__wire_return_t pp__wire_return_get(const void *buf, size_t i);
 

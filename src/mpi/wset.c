@@ -100,6 +100,32 @@ int pp__wset_remove(pp__wset_t *s, pp__wiv_t iv)
     return 0;
 }
 
+int pp__wset_remove_overlap(pp__wset_t *s, pp__wiv_t iv, uint64_t *gone)
+{
+    *gone = 0;
+    if (iv.lo >= iv.hi)
+        return PP_EINVAL;
+    if (pp__wset_remove(s, iv) == 0) {   /* wholly within one interval */
+        *gone = iv.hi - iv.lo;
+        return 0;
+    }
+    /* Otherwise each overlap ends at an end of its interval or of iv, so
+     * none splits an interval: nothing to allocate (only a PP_ENOMEM of
+     * the whole-interval case above reaches here with iv inside one). */
+    for (uint32_t i = pp__wset_find(s, iv.lo); i < s->n && s->iv[i].lo < iv.hi;) {
+        pp__wiv_t o = { s->iv[i].lo > iv.lo ? s->iv[i].lo : iv.lo,
+                        s->iv[i].hi < iv.hi ? s->iv[i].hi : iv.hi };
+        if (o.lo > s->iv[i].lo && o.hi < s->iv[i].hi)
+            return PP_ENOMEM;             /* iv inside this one: the split had no room */
+        uint32_t n = s->n;
+        (void)pp__wset_remove(s, o);
+        *gone += o.hi - o.lo;
+        if (s->n == n)
+            i++;                          /* trimmed, not removed: the next one */
+    }
+    return 0;
+}
+
 int pp__wset_split(pp__wset_t *s, pp__wiv_t *out)
 {
     if (s->n == 0)

@@ -36,6 +36,10 @@ int pp__wset_add(pp__wset_t *s, pp__wiv_t iv);
  * PP_EINVAL (nothing changes); PP_ENOMEM if removing it splits an
  * interval in two and there is no room. */
 int pp__wset_remove(pp__wset_t *s, pp__wiv_t iv);
+/* Removes every part of iv that is in the set: *gone, the weight removed
+ * (0: none of it was there).  0, PP_EINVAL (iv empty), PP_ENOMEM (iv lies
+ * strictly inside one interval, whose split needs room: nothing changes). */
+int pp__wset_remove_overlap(pp__wset_t *s, pp__wiv_t iv, uint64_t *gone);
 /* Takes weight to give away: the upper half of the widest interval, or
  * that whole interval if it is 1 wide and the set holds another.  0 and
  * *out (a split shrinks an interval in place: it never allocates);

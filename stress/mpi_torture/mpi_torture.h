@@ -31,6 +31,7 @@ typedef struct opts {
     const char *swap;
     unsigned delay, dup;
     bool home_ops;               /* write batches and deaths under pins (worker.c) */
+    unsigned load_faults;        /* --load-faults N: 1 device call in N fails (faults.c) */
 } opts_t;
 extern opts_t g_opt;
 extern atomic_int g_failed;
@@ -100,6 +101,11 @@ typedef struct rank {
         atomic_uint_fast64_t pinned_release, write_pinned_release;   /* owner released under a pin */
         atomic_uint_fast64_t died_pinned;             /* the record seen dead under the pin */
     } hx;
+    /* --load-faults (faults.c) */
+    struct faultdev *fd;         /* the pool's device (the pool owns it), until its destroy */
+    uint64_t injected;           /* the faults it injected, counted before that */
+    atomic_uint_fast64_t remote_load_errors, remote_later_ok;
+    atomic_uint_fast64_t home_load_errors, home_later_ok, fault_reports;
 } rank_t;
 
 void failf(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -109,6 +115,8 @@ const char *content_check(const void *data, size_t size, uint32_t home, uint64_t
 int rank_setup(rank_t *R, int rank, int size);
 /* Once the layer exists: registers the box type. */
 void rank_register(rank_t *R);
+/* After the layer's destroy, before the pool's (also takes the fault
+ * device's counts while it exists). */
 void rank_check_empty(rank_t *R);
 void rank_final_checks(rank_t *R);
 void rank_summary(rank_t *R, pp_mpi_stats_t *st);
@@ -116,6 +124,18 @@ void rank_summary(rank_t *R, pp_mpi_stats_t *st);
 /* worker.c: runs the rank's workers for the run's time, then releases
  * everything they hold and drains the channel (DONE from every rank). */
 void rank_run(rank_t *R);
+
+/* faults.c: --load-faults.  The rank's pool on a fault device; whether a
+ * report line is an expected fault's (counted); a failed pin's result
+ * after pinning again while its load failed (PP_EIO, PP_ECORRUPT: counted
+ * as remote or home); the summary line. */
+int faults_pool_create(rank_t *R, const pp_options_t *opt);
+bool faults_report(rank_t *R, const char *line);
+int faults_pin_again(rank_t *R, int rc, pp_gref_t g, unsigned flags, void **d, uint32_t *got);
+int faults_pin_many_again(rank_t *R, int rc, const pp_gref_t *g, size_t n, unsigned flags,
+                          void **d, uint32_t *got);
+void faults_pool_closing(rank_t *R);   /* before pp_pool_destroy */
+void faults_summary(rank_t *R);
 
 /* world.c */
 int run_inproc(void);

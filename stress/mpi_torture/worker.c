@@ -70,6 +70,7 @@ static void pin_check(worker_t *w, owned_t *o, unsigned flags)
     int rc = pp_mpi_pin(R->m, g, flags, &d, &got);
     if (rc == PP_EAGAIN && (flags & PP_PIN_NOWAIT))
         rc = pp_mpi_pin(R->m, g, 0, &d, &got);
+    rc = faults_pin_again(R, rc, g, flags, &d, &got);
     if (rc != 0) {
         failf(R->rank, "pin of owned ref %#llx (home %u, id %llu, v%u): %s",
               (unsigned long long)g.ref, g.rank, (unsigned long long)o->id, g.version,
@@ -129,6 +130,7 @@ static void op_write(worker_t *w, owned_t *o)
     void *d;
     uint32_t got;
     int rc = pp_mpi_pin(R->m, o->g, PP_PIN_WRITE, &d, &got);
+    rc = faults_pin_again(R, rc, o->g, PP_PIN_WRITE, &d, &got);
     if (rc != 0) {
         failf(R->rank, "write pin of id %llu: %s", (unsigned long long)o->id, pp_err_name(rc));
         return;
@@ -217,6 +219,7 @@ static void op_pin_many(worker_t *w)
     if (k == 0)
         return;
     int rc = pp_mpi_pin_many(R->m, g, (size_t)k, 0, d, got);
+    rc = faults_pin_many_again(R, rc, g, (size_t)k, 0, d, got);
     if (rc != 0) {
         failf(R->rank, "pin_many of %d owned refs: %s", k, pp_err_name(rc));
         return;

@@ -186,7 +186,12 @@ Test(layer, duplicate_return_is_refused_and_frees_once)
     assert_rc(pp_mpi_export(W.m[0], g, &t2), 0);
     pp_gref_t got;
     assert_rc(pp_mpi_import(W.m[1], &t, &got), 0);
-    assert_rc(pp_mpi_import(W.m[2], &t, &got), 0);   /* the same bytes: a misuse */
+    assert_rc(pp_mpi_import(W.m[2], &t, &got), PP_EINVAL);   /* the same token: refused */
+    /* The same weight under another identity (a forged token, which the
+     * claims cannot see): its return is the duplicate. */
+    pp_mpi_token_t forged = t;
+    forged.seq += 1000;
+    assert_rc(pp_mpi_import(W.m[2], &forged, &got), 0);
     assert_rc(pp_mpi_release(W.m[1], g), 0);
     assert_rc(pp_mpi_release(W.m[2], g), 0);
     /* t2 is still out: the home must keep the entry */
@@ -339,10 +344,10 @@ Test(layer, bad_input_is_an_error)
     pp_mpi_token_t t;
     assert_rc(pp_mpi_export(W.m[1], g, &t), PP_ESTALE);
     /* a garbage token */
-    t = (pp_mpi_token_t){ g, 5, 5 };
+    t = (pp_mpi_token_t){ g, 5, 5, 0, 0, 1 };
     pp_gref_t got;
     assert_rc(pp_mpi_import(W.m[1], &t, &got), PP_EINVAL);
-    t = (pp_mpi_token_t){ g, 1ull << 40, (1ull << 40) + 9 };
+    t = (pp_mpi_token_t){ g, 1ull << 40, (1ull << 40) + 9, 1, 0, 1 };
     assert_rc(pp_mpi_import(W.m[0], &t, &got), PP_EINVAL);   /* never minted */
     /* unpin with a pointer that is no copy of this ref */
     pp_gref_t g2 = put_on(&W, 0, 2, 64);

@@ -20,14 +20,15 @@ Test(wire, returns_round_trip, .timeout = 30)
         pp__wire_return_t r[40];
         make(r, n, n + 1);
         size_t len = pp__wire_return_size(n);
-        cr_assert_eq(len, PP__WIRE_HDR + n * PP__WIRE_RETURN_REC);
+        cr_assert_eq(len, PP__WIRE_HDR + PP__WIRE_SEQ + n * PP__WIRE_RETURN_REC);
         unsigned char *buf = malloc(len);
         cr_assert_not_null(buf);
-        pp__wire_return_pack(buf, (uint32_t)n * 7u, r, n);
+        uint64_t want = ((uint64_t)n << 32) * 7u + n;   /* past 32 bits */
+        pp__wire_return_pack(buf, want, r, n);
         size_t got = 99;
-        uint32_t seq = 0;
+        uint64_t seq = 0;
         cr_assert_eq(pp__wire_return_check(buf, len, &got, &seq), 0, "n %zu", n);
-        cr_assert_eq(seq, (uint32_t)n * 7u);
+        cr_assert_eq(seq, want);
         cr_assert_eq(got, n);
         for (size_t i = 0; i < n; i++) {
             pp__wire_return_t x = pp__wire_return_get(buf, i);
@@ -69,15 +70,15 @@ Test(wire, garbage_is_refused, .timeout = 60)
             memcpy(b, good, len);
             b[i] ^= (unsigned char)(1u << bit);
             int rc = pp__wire_return_check(b, len, &n, NULL);
-            if (i < PP__WIRE_HDR - 4) {
+            if (i < PP__WIRE_HDR) {
                 cr_assert_eq(rc, PP_ECORRUPT, "header byte %zu bit %d", i, bit);
-            } else if (i < PP__WIRE_HDR) {
-                uint32_t seq = 0;
+            } else if (i < PP__WIRE_HDR + PP__WIRE_SEQ) {
+                uint64_t seq = 0;
                 cr_assert_eq(pp__wire_return_check(b, len, &n, &seq), 0);
-                cr_assert_eq(seq, 5u ^ (1u << (8 * (i - 12) + (size_t)bit)),
+                cr_assert_eq(seq, 5u ^ (1ull << (8 * (i - PP__WIRE_HDR) + (size_t)bit)),
                              "a flipped sequence bit reads as another sequence number");
             } else if (rc == 0) {
-                size_t k = (i - PP__WIRE_HDR) / PP__WIRE_RETURN_REC;
+                size_t k = (i - PP__WIRE_HDR - PP__WIRE_SEQ) / PP__WIRE_RETURN_REC;
                 pp__wire_return_t x = pp__wire_return_get(b, k);
                 cr_assert(x.lo < x.hi, "an accepted record is a valid interval");
             } else {

@@ -159,3 +159,27 @@ Test(wset, a_split_of_unit_weight_asks_for_more, .timeout = 30)
     cr_assert_eq(pp__wset_add(&s, (pp__wiv_t){ 3, 3 }), PP_EINVAL, "empty interval");
     pp__wset_free(&s);
 }
+
+Test(wset, remove_overlap_takes_what_is_there, .timeout = 30)
+{
+    pp__wset_t s = PP__WSET_INIT;
+    cr_assert_eq(pp__wset_add(&s, (pp__wiv_t){ 10, 20 }), 0);
+    cr_assert_eq(pp__wset_add(&s, (pp__wiv_t){ 30, 40 }), 0);
+    cr_assert_eq(pp__wset_add(&s, (pp__wiv_t){ 50, 60 }), 0);
+    uint64_t gone = 99;
+    cr_assert_eq(pp__wset_remove_overlap(&s, (pp__wiv_t){ 12, 14 }, &gone), 0);
+    cr_assert_eq(gone, 2, "inside one interval: a plain remove");
+    cr_assert_eq(s.n, 4);
+    cr_assert_eq(pp__wset_remove_overlap(&s, (pp__wiv_t){ 15, 55 }, &gone), 0);
+    cr_assert_eq(gone, 5 + 10 + 5, "the tail of one, a whole one, the head of another");
+    cr_assert_eq(s.n, 3);
+    cr_assert(s.iv[0].lo == 10 && s.iv[0].hi == 12 && s.iv[1].lo == 14 && s.iv[1].hi == 15 &&
+              s.iv[2].lo == 55 && s.iv[2].hi == 60);
+    cr_assert_eq(pp__wset_remove_overlap(&s, (pp__wiv_t){ 20, 50 }, &gone), 0);
+    cr_assert_eq(gone, 0, "none of it there");
+    cr_assert_eq(pp__wset_remove_overlap(&s, (pp__wiv_t){ 0, 100 }, &gone), 0);
+    cr_assert_eq(gone, 2 + 1 + 5);
+    cr_assert(pp__wset_empty(&s));
+    cr_assert_eq(pp__wset_remove_overlap(&s, (pp__wiv_t){ 5, 5 }, &gone), PP_EINVAL);
+    pp__wset_free(&s);
+}

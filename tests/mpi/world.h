@@ -130,4 +130,12 @@ static inline void give(world_t *W, int from, int to, pp_gref_t g)
     cr_assert_eq(got.ref, g.ref);
 }
 
+/* Installs fn as m's test point hook (layer.h), with ctx; NULL removes it. */
+static inline void world_tp(pp_mpi_t *m, pp__mpi_tp_fn fn, void *ctx)
+{
+    m->tp_ctx = ctx;
+    /* release: tp_ctx is set before a thread can see fn */
+    atomic_store_explicit(&m->tp, fn, memory_order_release);
+}
+
 #endif /* PP_TESTS_MPI_WORLD_H */

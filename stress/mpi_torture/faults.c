@@ -37,6 +37,14 @@ bool faults_report(rank_t *R, const char *line)
     return true;
 }
 
+bool faults_load_failed(rank_t *R, int rc, bool remote)
+{
+    if (g_opt.load_faults == 0 || (rc != PP_EIO && rc != PP_ECORRUPT))
+        return false;
+    atomic_fetch_add(remote ? &R->remote_load_errors : &R->home_load_errors, 1);
+    return true;
+}
+
 int faults_pin_again(rank_t *R, int rc, pp_gref_t g, unsigned flags, void **d, uint32_t *got)
 {
     if (g_opt.load_faults == 0 || (rc != PP_EIO && rc != PP_ECORRUPT))

@@ -131,6 +131,8 @@ void rank_run(rank_t *R);
  * as remote or home); the summary line. */
 int faults_pool_create(rank_t *R, const pp_options_t *opt);
 bool faults_report(rank_t *R, const char *line);
+/* rc is a load that failed for an injected fault: counted, true. */
+bool faults_load_failed(rank_t *R, int rc, bool remote);
 int faults_pin_again(rank_t *R, int rc, pp_gref_t g, unsigned flags, void **d, uint32_t *got);
 int faults_pin_many_again(rank_t *R, int rc, const pp_gref_t *g, size_t n, unsigned flags,
                           void **d, uint32_t *got);

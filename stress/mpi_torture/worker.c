@@ -281,7 +281,7 @@ static bool home_published(worker_t *w, pp_gref_t g, uint32_t v)
  * fail put in it, a dead ref (PP_ESTALE) or a remote ref (PP_ENOTSUP), so
  * the write pins before it are rolled back; any batch may also fail with
  * PP_EAGAIN (a copy of one of its entries is being sent, or, with swap,
- * one is out).  A failed batch must publish no version: the next version
+ * one is out; with --load-faults, counted as busy too: a load that failed).  A failed batch must publish no version: the next version
  * of each entry is looked for at once, and the content checks of every
  * later pin would catch a version whose bytes nobody wrote. */
 static void op_write_many(worker_t *w)
@@ -330,7 +330,7 @@ static void op_write_many(worker_t *w)
     int rc = pp_mpi_pin_many(R->m, g, (size_t)n, PP_PIN_WRITE | PP_PIN_NOWAIT, d, got);
     if (rc != 0) {
         int expect = cause == 0 ? PP_ESTALE : PP_ENOTSUP;
-        if (rc == PP_EAGAIN) {
+        if (rc == PP_EAGAIN || faults_load_failed(R, rc, false)) {
             atomic_fetch_add(&R->hx.fail_busy, 1);
         } else if (bad >= 0 && rc == expect) {
             atomic_fetch_add(cause == 0 ? &R->hx.fail_stale : &R->hx.fail_remote, 1);
@@ -391,6 +391,7 @@ static void op_release_pinned(worker_t *w, int i)
     void *d;
     uint32_t got;
     int rc = pp_mpi_pin(R->m, g, flags, &d, &got);
+    rc = faults_pin_again(R, rc, g, flags, &d, &got);
     if (rc != 0) {
         failf(R->rank, "%s pin of owned id %llu: %s", write ? "write" : "read",
               (unsigned long long)o.id, pp_err_name(rc));
@@ -410,7 +411,7 @@ static void op_release_pinned(worker_t *w, int i)
             atomic_fetch_add(&R->hx.died_pinned, 1);
         else if (prc == 0)
             (void)pp_mpi_unpin(R->m, g0, 0, d2);
-        else if (prc != PP_EAGAIN)
+        else if (prc != PP_EAGAIN && !faults_load_failed(R, prc, false))
             failf(R->rank, "pin of a released home ref: %s", pp_err_name(prc));
     }
     void *bytes = (void *)(uintptr_t)ent_bytes(d, o.typed);

@@ -262,7 +262,7 @@ struct pp_mpi {
      * on the loader thread (made at the first; joined at destroy) */
     pthread_mutex_t load_mu;
     pthread_cond_t load_cv;
-    struct pp__load *load_q;
+    struct pp__load *load_q, *load_tail;   /* FIFO: first asked, first loaded */
     bool load_stop;
     bool loader_made;              /* progress thread, then destroy */
     pthread_t loader;

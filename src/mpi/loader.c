@@ -39,6 +39,8 @@ static void *loader_main(void *arg)
         if (l == NULL)
             break;   /* stopping, and nothing queued */
         m->load_q = l->next;
+        if (m->load_q == NULL)
+            m->load_tail = NULL;
         pthread_mutex_unlock(&m->load_mu);
         l->rc = pp_pin(m->pool, l->ref, 0, NULL);   /* waits for the load */
         l->cmd = (pp__cmd_t){ .kind = PP__CMD_LOADED, .load = l };
@@ -65,9 +67,12 @@ int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t nee
         return PP_ENOMEM;
     *l = (pp__load_t){ .src = src, .id = id, .ref = ref, .need = need };
     pthread_mutex_lock(&m->load_mu);
-    /* FIFO is not needed: every queued load is done before the thread sleeps */
-    l->next = m->load_q;
-    m->load_q = l;
+    /* FIFO: a request is never passed over by later ones, however many come */
+    if (m->load_tail != NULL)
+        m->load_tail->next = l;
+    else
+        m->load_q = l;
+    m->load_tail = l;
     pthread_cond_signal(&m->load_cv);
     pthread_mutex_unlock(&m->load_mu);
     return 0;

@@ -647,6 +647,7 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
         if (!found)
             return PP_ESTALE;
     }
+    PP__TEST_POINT(UNPIN_MANY_CHECKED, (void *)refs);
     int first_err = 0;
     for (size_t base = 0; base < n; base += PP__BATCH) {
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;

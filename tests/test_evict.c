@@ -1654,3 +1654,87 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
     ev_finish(pool, NULL, 0);
     sw_check_delete(sw, 2 * MN_PER_NODE);
 }
+
+/* ------------------------------------------------------------------------ */
+/* A free that puts, on the swap thread                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct evput {
+    pp_pool_t *pool;
+    size_t size;                         /* of the entry the first free puts */
+    atomic_uint calls;                   /* frees that returned */
+    atomic_int rc;                       /* the first free's pp_put */
+    _Atomic pp_ref_t ref;
+    atomic_int tid;                      /* the thread of the first free */
+} evput_t;
+
+static evput_t g_evput;
+
+static int evput_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
+{
+    (void)ctx;
+    return pp_write(w, data, size) == 0 ? 0 : 1;
+}
+
+static int evput_load(void **data, size_t size, pp_reader_t *r, void *ctx)
+{
+    (void)ctx;
+    void *p = malloc(size);
+    if (p == NULL || pp_read(r, p, size) != 0) {
+        free(p);
+        return 1;
+    }
+    *data = p;
+    return 0;
+}
+
+static void evput_free(void *data, size_t size, void *ctx)
+{
+    evput_t *ep = ctx;
+    (void)size;
+    if (atomic_load(&ep->calls) == 0) {
+        atomic_store(&ep->tid, my_tid());
+        void *p = malloc(ep->size);
+        pp_ref_t ref = PP_REF_NONE;
+        int rc = p != NULL ? pp_put(ep->pool, p, ep->size, NULL, PP_ON_NODE(0), &ref)
+                           : PP_ENOMEM;
+        if (rc != 0)
+            free(p);
+        atomic_store(&ep->ref, ref);
+        atomic_store(&ep->rc, rc);
+    }
+    free(data);
+    atomic_fetch_add(&ep->calls, 1);
+}
+
+static const pp_type_t evput_type = {.name = "evput", .free = evput_free,
+                                     .save = evput_save, .load = evput_load,
+                                     .ctx = &g_evput};
+
+/* Two entries past the high watermark: node 0's swap thread evicts one and
+ * calls its free, which puts an entry that needs room.  That put must not
+ * wait for a pass of the swap thread it runs on: PP_EAGAIN. */
+Test(evict, a_free_after_an_eviction_that_puts_never_waits_for_its_own_pass, .timeout = 60)
+{
+    const size_t limit = 1u << 20;
+    pp_pool_t *pool = ev_pool(limit, NULL, NULL);
+    g_evput.pool = pool;
+    g_evput.size = limit;                /* fits only in an empty pool */
+    atomic_store(&g_evput.calls, 0);
+    atomic_store(&g_evput.rc, 1);
+    atomic_store(&g_evput.tid, 0);
+    pp_ref_t r[2];
+    const size_t sizes[2] = {500u << 10, 480u << 10};   /* past 15/16 together */
+    for (int i = 0; i < 2; i++) {
+        void *p = malloc(sizes[i]);
+        cr_assert_not_null(p);
+        memset(p, i + 1, sizes[i]);
+        assert_rc(pp_put(pool, p, sizes[i], &evput_type, PP_ON_NODE(0), &r[i]), 0);
+    }
+    cr_assert(WAIT_UNTIL(atomic_load(&g_evput.calls) == 1, TEST_WAIT_MS),
+              "the free's pp_put never returned: it waits for a pass of the swap "
+              "thread it runs on");
+    cr_assert_neq(atomic_load(&g_evput.tid), my_tid(), "the free ran on the swap thread");
+    assert_rc(atomic_load(&g_evput.rc), PP_EAGAIN, "a put from a callback that needs room");
+    ev_finish(pool, r, 2);
+}

@@ -80,6 +80,10 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
 
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
+    /* relaxed: set by destroy before the callbacks of its sweep, on the
+     * threads it then starts rounds on (reclaim.c). */
+    if (PP__UNLIKELY(pp__atomic_load_relaxed(&pool->io_closed)))
+        return PP_EAGAIN;                /* no swap thread runs a load now */
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     for (;;) {
         if (!pp__pw_alive(pw, pp_ref_gen(ref)))

@@ -194,6 +194,8 @@ int pp_pool_destroy(pp_pool_t *pool)
 {
     if (pool == NULL)
         return PP_EINVAL;
+    if (pp__in_callback())
+        return PP_EDEADLK;               /* it would wait for this very thread */
 
     /* Refuse while anything is pinned; the pool stays intact. */
     struct pp__pinned_scan scan = {0};
@@ -212,6 +214,9 @@ int pp_pool_destroy(pp_pool_t *pool)
      * it), then each reclaimer drains its queue and frees what is still
      * owned, dropping swap copies. */
     pp__evict_stop(pool);
+    /* relaxed: the reclaimers read it after their acquire of stop, whose
+     * release comes after this store (pp__reclaim_stop). */
+    pp__atomic_store_relaxed(&pool->io_closed, 1);
     /* No call runs and no swap thread: everything must hold. */
     PP__EXPENSIVE(pp__pool_is_valid(pool));
     pp__reclaim_stop(pool);
@@ -262,6 +267,8 @@ int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
 {
     if (pool == NULL)
         return PP_EINVAL;
+    if (pp__in_callback())
+        return PP_EDEADLK;               /* the frees may wait for this thread */
     pp__thread_t *t = pp__thread_get(pool);
     if (t != NULL)
         pp__section_end(t);

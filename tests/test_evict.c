@@ -1137,7 +1137,7 @@ Test(evict, pin_many_nowait_all_or_none, .timeout = 60)
         cr_assert_eq(test_stat(pool, refs[i]).pins, 1);
     }
     cr_assert_eq(STAT_TOTAL(pool, loads), loads0 + 2);
-    assert_rc(pp_unpin_many(pool, refs, 4), 0);
+    assert_rc(pp_unpin_many(pool, refs, 4, NULL), 0);
     ev_finish(pool, refs, 4);
     sw_check_delete(sw, 4);
 }

@@ -432,7 +432,7 @@ Test(pool, null_pool_is_einval, .timeout = 30)
     assert_rc(pp_pin(NULL, r, 0, &p), PP_EINVAL);
     assert_rc(pp_unpin(NULL, r), PP_EINVAL);
     assert_rc(pp_pin_many(NULL, &r, 1, 0, NULL), PP_EINVAL);
-    assert_rc(pp_unpin_many(NULL, &r, 1), PP_EINVAL);
+    assert_rc(pp_unpin_many(NULL, &r, 1, NULL), PP_EINVAL);
     assert_rc(pp_prefetch(NULL, r), PP_EINVAL);
     assert_rc(pp_get(NULL, r, &p), PP_EINVAL);
     assert_rc(pp_stat(NULL, r, &info), PP_EINVAL);

@@ -194,8 +194,8 @@
  *  At destroy the reclaimers free what is still owned, and the callbacks
  *  may call the pool as above.  What a free releases is freed too, on
  *  any node.  An entry it puts and keeps is a leaked owner: freed and
- *  reported.  A pin of an entry not in memory returns PP_EAGAIN and starts
- *  no load.  Entries still owned are freed in no set order, so a release
+ *  reported.  A pin or prefetch of an entry not in memory returns
+ *  PP_EAGAIN and starts no load.  Entries still owned are freed in no set order, so a release
  *  of one by another's free may find it freed already: PP_ESTALE.
  *
  *  A callback must not wait for a thread that may be waiting in the pool:

@@ -2,6 +2,7 @@
  * pool.c -- creating, draining, validating and destroying a pool.
  */
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,13 +211,18 @@ int pp_pool_destroy(pp_pool_t *pool)
     pp__registry_remove(pool);     /* exiting threads no longer touch it */
     pp__tls_forget(pool);          /* nor does this one */
 
+    /* From here on only callbacks call the pool; none queues a load after
+     * the swap threads' last round (pp__load_start).  seq_cst: see there.
+     * The wait is for a push in progress, a few instructions. */
+    pp__atomic_store_seq_cst(&pool->io_closed, 1);
+    /* acquire: pairs with the callbacks' release of the count. */
+    while (pp__atomic_load_acquire(&pool->cb_loads) != 0)
+        sched_yield();
+
     /* The swap threads end their I/O (queueing entries that died during
      * it), then each reclaimer drains its queue and frees what is still
      * owned, dropping swap copies. */
     pp__evict_stop(pool);
-    /* relaxed: the reclaimers read it after their acquire of stop, whose
-     * release comes after this store (pp__reclaim_stop). */
-    pp__atomic_store_relaxed(&pool->io_closed, 1);
     /* No call runs and no swap thread: everything must hold. */
     PP__EXPENSIVE(pp__pool_is_valid(pool));
     pp__reclaim_stop(pool);

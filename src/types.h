@@ -304,8 +304,9 @@ struct pp_pool {
                                             evict for them (pp__reclaim_push adds,
                                             the reclaimer subtracts) */
     _Atomic int drop_busy;               /* without swap: a putter runs the hands */
-    _Atomic int io_closed;               /* destroy stopped the swap threads: no
+    _Atomic int io_closed;               /* destroy stops the swap threads: no
                                             load may be queued (pp__load_start) */
+    _Atomic uint32_t cb_loads;           /* callbacks in pp__load_start */
     /* Destroy's last rounds (reclaim.c, pp__reclaim_stop): the round the
      * reclaimers are asked to run (PP__ROUND_EXIT: leave). */
     _Atomic uint32_t stop_round;

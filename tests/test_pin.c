@@ -912,19 +912,7 @@ Test(pin, hot_path_allocates_nothing, .timeout = 60)
  * and, when another thread drops one of the batch's pins after the check
  * (made deterministic by the test point), the refs up to and including
  * that one: the pins after it are still the caller's. */
-typedef struct steal {
-    pp_pool_t *pool;
-    pp_ref_t ref;
-    atomic_int done;
-} steal_t;
-
-static void steal_at_point(enum pp__test_point where, void *arg, void *ctx)
-{
-    steal_t *st = ctx;
-    (void)arg;
-    if (where == PP__TP_UNPIN_MANY_CHECKED && atomic_exchange(&st->done, 1) == 0)
-        TCHECK(pp_unpin(st->pool, st->ref) == 0, "the stolen unpin");
-}
+#include "support/steal.h"
 
 Test(pin, unpin_many_says_how_many_refs_it_is_through_with, .timeout = 30)
 {
@@ -943,12 +931,8 @@ Test(pin, unpin_many_says_how_many_refs_it_is_through_with, .timeout = 30)
 
     assert_rc(pp_pin_many(pool, r, 3, 0, NULL), 0);
     steal_t st = {pool, r[1], 0};
-    pp__test_point_hook(steal_at_point, &st);
     done = 99;
-    int rc = pp_unpin_many(pool, r, 3, &done);
-    pp__test_point_hook(NULL, NULL);
-    TCHECK_NONE();
-    assert_rc(rc, PP_ENOTPINNED);
+    assert_rc(WITH_STEAL(&st, pp_unpin_many(pool, r, 3, &done)), PP_ENOTPINNED);
     cr_assert_eq(done, 2, "through with r[0] (unpinned) and r[1] (its pin was gone)");
     cr_assert_eq(pins_of(pool, r[0]), 0);
     cr_assert_eq(pins_of(pool, r[1]), 0);

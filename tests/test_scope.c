@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include "testhooks.h" /* pp__alloc_fail_after, pp__alloc_count, pp__alloc_fault_hook */
+#include "support/steal.h"
 
 /* Puts n counted entries; refs[i] is entry i. */
 static void put_n(pp_pool_t *pool, ct_t *ct, pp_ref_t *refs, size_t n)
@@ -550,11 +551,6 @@ Test(scope, a_scope_never_ended_is_reported_where_it_was_made, .timeout = 30)
 
 /* ---- ends that fail ------------------------------------------------------------ */
 
-typedef struct end_on_thread {
-    pp_scope_t *s;
-    int rc;
-} end_on_thread_t;
-
 /* Every allocation of the thread that sets this fails. */
 static __thread bool t_no_memory;
 
@@ -568,9 +564,8 @@ static bool fail_on_this_thread(size_t size, void *ctx)
  * first call) cannot allocate. */
 static void *end_without_memory(void *arg)
 {
-    end_on_thread_t *a = arg;
     t_no_memory = true;
-    a->rc = pp_scope_end(a->s);
+    end_scope(arg);
     t_no_memory = false;
     return NULL;
 }
@@ -586,7 +581,7 @@ Test(scope, an_end_that_cannot_register_keeps_the_pins_for_a_retry, .timeout = 3
     assert_rc(pp_scope_pin(&s, r[0], 0, NULL), 0);
     assert_rc(pp_scope_pin(&s, r[1], 0, NULL), 0);
 
-    end_on_thread_t a = {&s, 1};
+    hand_t a = {pool, &s, r, 0, 0, 1};
     pthread_t th;
     pp__alloc_fault_hook(fail_on_this_thread, NULL);
     cr_assert_eq(pthread_create(&th, NULL, end_without_memory, &a), 0);
@@ -609,19 +604,6 @@ Test(scope, an_end_that_cannot_register_keeps_the_pins_for_a_retry, .timeout = 3
  * scope's refs before the batch drops it (the misuse this test point makes
  * deterministic).  The end must drop each of its other pins exactly once:
  * the pin another holder has on b stays. */
-typedef struct steal {
-    pp_pool_t *pool;
-    pp_ref_t ref;
-    atomic_int done;
-} steal_t;
-
-static void steal_at_point(enum pp__test_point where, void *arg, void *ctx)
-{
-    steal_t *st = ctx;
-    (void)arg;
-    if (where == PP__TP_UNPIN_MANY_CHECKED && atomic_exchange(&st->done, 1) == 0)
-        TCHECK(pp_unpin(st->pool, st->ref) == 0, "the stolen unpin");
-}
 
 Test(scope, an_end_after_a_concurrent_unpin_drops_each_pin_once, .timeout = 30)
 {
@@ -636,12 +618,7 @@ Test(scope, an_end_after_a_concurrent_unpin_drops_each_pin_once, .timeout = 30)
     assert_rc(pp_pin(pool, r[1], 0, NULL), 0);        /* another holder of b */
 
     steal_t st = {pool, r[0], 0};
-    pp__test_point_hook(steal_at_point, &st);
-    int rc = pp_scope_end(&s);
-    pp__test_point_hook(NULL, NULL);
-    TCHECK_NONE();
-    cr_assert_eq(atomic_load(&st.done), 1, "the test point was reached");
-    assert_rc(rc, PP_ENOTPINNED);
+    assert_rc(WITH_STEAL(&st, pp_scope_end(&s)), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, r[0]), 0);
     cr_assert_eq(pins_of(pool, r[1]), 1, "the other holder's pin on b was taken");
     cr_assert_eq(pp_scope_count(&s), 0, "nothing is left to drop");

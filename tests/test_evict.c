@@ -1738,7 +1738,7 @@ Test(evict, a_free_after_an_eviction_that_puts_never_waits_for_its_own_pass, .ti
     const size_t sizes[2] = {500u << 10, 480u << 10};   /* past 15/16 together */
     for (int i = 0; i < 2; i++)
         r[i] = put_node0(pool, sizes[i], &evput_type, i + 1);
-    cr_assert(WAIT_UNTIL(atomic_load(&g_evput.calls) == 1, TEST_WAIT_MS),
+    cr_assert(WAIT_UNTIL(atomic_load(&g_evput.calls) >= 1, TEST_WAIT_MS),
               "the free's pp_put never returned: it waits for a pass of the swap "
               "thread it runs on");
     cr_assert_neq(atomic_load(&g_evput.tid), my_tid(), "the free ran on the swap thread");
@@ -1799,7 +1799,8 @@ Test(evict, a_free_after_an_eviction_that_pins_a_swapped_entry_never_waits, .tim
         }
     }
     /* Past 15/16 again: r[1] is evicted, and its free pins r[0]. */
-    cr_assert(WAIT_UNTIL(atomic_load(&g_evpin.calls) == 2, TEST_WAIT_MS),
+    /* (r[2] may be evicted too, and r[0] loaded again, meanwhile.) */
+    cr_assert(WAIT_UNTIL(atomic_load(&g_evpin.calls) >= 2, TEST_WAIT_MS),
               "the free's pp_pin never returned: its load waits for a pass of the swap "
               "thread it runs on");
     assert_rc(atomic_load(&g_evpin.rc), PP_EAGAIN, "a pin from a callback that needs a load");

@@ -551,6 +551,14 @@ Test(scope, a_scope_never_ended_is_reported_where_it_was_made, .timeout = 30)
 
 /* ---- ends that fail ------------------------------------------------------------ */
 
+/* Opens s on pool and pins each of the n refs through it. */
+static void scope_pin_each(pp_scope_t *s, pp_pool_t *pool, const pp_ref_t *r, size_t n)
+{
+    pp_scope_init(s, pool);
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_scope_pin(s, r[i], 0, NULL), 0);
+}
+
 /* Every allocation of the thread that sets this fails. */
 static __thread bool t_no_memory;
 
@@ -577,9 +585,7 @@ Test(scope, an_end_that_cannot_register_keeps_the_pins_for_a_retry, .timeout = 3
     pp_ref_t r[2];
     put_n(pool, ct, r, 2);
     pp_scope_t s;
-    pp_scope_init(&s, pool);
-    assert_rc(pp_scope_pin(&s, r[0], 0, NULL), 0);
-    assert_rc(pp_scope_pin(&s, r[1], 0, NULL), 0);
+    scope_pin_each(&s, pool, r, 2);
 
     hand_t a = {pool, &s, r, 0, 0, 1};
     pthread_t th;
@@ -604,7 +610,6 @@ Test(scope, an_end_that_cannot_register_keeps_the_pins_for_a_retry, .timeout = 3
  * scope's refs before the batch drops it (the misuse this test point makes
  * deterministic).  The end must drop each of its other pins exactly once:
  * the pin another holder has on b stays. */
-
 Test(scope, an_end_after_a_concurrent_unpin_drops_each_pin_once, .timeout = 30)
 {
     pp_pool_t *pool = test_pool(NULL);
@@ -612,9 +617,7 @@ Test(scope, an_end_after_a_concurrent_unpin_drops_each_pin_once, .timeout = 30)
     pp_ref_t r[2];
     put_n(pool, ct, r, 2);
     pp_scope_t s;
-    pp_scope_init(&s, pool);
-    assert_rc(pp_scope_pin(&s, r[0], 0, NULL), 0);
-    assert_rc(pp_scope_pin(&s, r[1], 0, NULL), 0);
+    scope_pin_each(&s, pool, r, 2);
     assert_rc(pp_pin(pool, r[1], 0, NULL), 0);        /* another holder of b */
 
     steal_t st = {pool, r[0], 0};

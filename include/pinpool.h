@@ -187,16 +187,17 @@
  *     does nothing.
  *  So a callback never waits on its own thread's progress: a reclaimer on
  *  its own frees, a swap thread on its own pass or load.  The entry it is
- *  called for: free's is dead (PP_ESTALE); a pin of save's or load's gets
- *  PP_EAGAIN, except a read pin during save, which wins (the eviction is
- *  abandoned).
+ *  called for: free's is dead (PP_ESTALE), or after an eviction only on
+ *  disk (a pin gets PP_EAGAIN); a pin of save's or load's gets PP_EAGAIN,
+ *  except a read pin during save, which wins (the eviction is abandoned).
  *
  *  At destroy the reclaimers free what is still owned, and the callbacks
  *  may call the pool as above.  What a free releases is freed too, on
  *  any node.  An entry it puts and keeps is a leaked owner: freed and
  *  reported.  A pin or prefetch of an entry not in memory returns
- *  PP_EAGAIN and starts no load.  Entries still owned are freed in no set order, so a release
- *  of one by another's free may find it freed already: PP_ESTALE.
+ *  PP_EAGAIN and starts no load.  Entries still owned are freed in no set
+ *  order, so a release of one by another's free may find it freed
+ *  already: PP_ESTALE.
  *
  *  A callback must not wait for a thread that may be waiting in the pool:
  *  in pp_put for room or the backlog, or in pp_pin for a load.  That

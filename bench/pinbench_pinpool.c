@@ -160,7 +160,7 @@ static inline void tasks_loop(pb_worker_t *w, const uint64_t *keys, unsigned n, 
             pb_die_pp("pp_pin_many", rc);
         for (unsigned k = 0; k < PB_TASK_INPUTS; k++)
             sink += pb_read_data(data[k]);
-        if ((rc = pp_unpin_many(pool, in, PB_TASK_INPUTS)) != 0)
+        if ((rc = pp_unpin_many(pool, in, PB_TASK_INPUTS, NULL)) != 0)
             pb_die_pp("pp_unpin_many", rc);
         if (qsbr)
             pp_quiescent(pool);

@@ -25,9 +25,13 @@
  *    the application thread that dropped the last pin or owner.  Several of
  *    them run at once, hence the arena's mutex and per-thread staging.  The
  *    program counts which threads ran which callback and prints it.
- *  - save, load and free must not call into the pool (no pin, put, stat...):
- *    they run inside the pool's own machinery.  They may only use pp_write,
- *    pp_read and pp_read_left on the stream they were given.
+ *  - save, load and free may call the pool for entries other than their
+ *    own (put, release, pin...), as pinpool.h's "Callbacks" says, and no
+ *    call made inside them waits: a pin of an entry not in memory, or a
+ *    put short of room, returns PP_EAGAIN.  They must not wait for a
+ *    thread that may be waiting in the pool, which may be waiting for the
+ *    pool thread they run on: the arena's mutex is never held across a
+ *    pool call.  These ones need only pp_write, pp_read and pp_read_left.
  *
  * Main puts 32 tiles of 256 KiB under a 2 MiB memory limit, so most of them
  * live in swap; worker threads pin random tiles, check every byte, and

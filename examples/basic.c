@@ -84,7 +84,7 @@ static void *worker_main(void *arg)
                 error("%s: tile %d has the wrong sum", "checksum", idx[j], 0);
             w->total += s;
         }
-        rc = pp_unpin_many(g_pool, refs, TILES_PER_TASK);
+        rc = pp_unpin_many(g_pool, refs, TILES_PER_TASK, NULL);
         if (rc != 0)
             error("%s of task %d", "pp_unpin_many", t, rc);
         w->tasks++;

@@ -159,7 +159,8 @@
  *  wait inside the pool depends on a put, so none can close a cycle; a
  *  QSBR thread must not, inside its section, wait for another thread's
  *  put (the rule of every RCU: do not wait for a grace period, or for
- *  what waits for one, inside a read section).
+ *  what waits for one, inside a read section).  A put made inside a
+ *  type's callback never waits (see "Callbacks").
  *
  *  Default 16 MiB per node (PP_RECLAIM_BACKLOG_DEFAULT).  A smaller bound
  *  keeps less memory dead and the reclaim lag shorter under overload (the
@@ -167,6 +168,42 @@
  *  a bound smaller than a few entries makes puts wait for nearly every
  *  free.  pp_node_stats_t counts the backlog, its peak and the puts that
  *  waited (and for how long) or were refused.
+ *
+ * ---------------------------------------------------------------------------
+ * Callbacks: what a type's free, save and load may do
+ * ---------------------------------------------------------------------------
+ *  The pool calls a type's free, save and load on its own threads: a
+ *  node's reclaimer, its swap thread, destroy's sweep.  load also runs on
+ *  a thread whose pin finds the entry swapped out.  A callback may call
+ *  the pool: put, retain, release, pin, unpin, get, stat, advise and
+ *  prefetch entries other than the one it is called for, on any node, of
+ *  this pool or another.  No call made inside a callback waits:
+ *   - pp_put never waits for the reclaim backlog, and returns PP_EAGAIN
+ *     where it would wait for room, as with PP_PUT_NOWAIT.
+ *   - pp_pin, pp_pin_many and pp_get act as with PP_PIN_NOWAIT: PP_EAGAIN
+ *     for an entry not in memory (its load is started), or for a write
+ *     pin or pp_get of one being written out.
+ *   - pp_pool_drain and pp_pool_destroy return PP_EDEADLK.  pp_quiescent
+ *     does nothing.
+ *  So a callback never waits on its own thread's progress: a reclaimer on
+ *  its own frees, a swap thread on its own pass or load.  The entry it is
+ *  called for: free's is dead (PP_ESTALE), or after an eviction only on
+ *  disk (a pin gets PP_EAGAIN); a pin of save's or load's gets PP_EAGAIN,
+ *  except a read pin during save, which wins (the eviction is abandoned).
+ *
+ *  At destroy the reclaimers free what is still owned, and the callbacks
+ *  may call the pool as above.  What a free releases is freed too, on
+ *  any node.  An entry it puts and keeps is a leaked owner: freed and
+ *  reported.  A pin or prefetch of an entry not in memory returns
+ *  PP_EAGAIN and starts no load.  Entries still owned are freed in no set
+ *  order, so a release of one by another's free may find it freed
+ *  already: PP_ESTALE.
+ *
+ *  A callback must not wait for a thread that may be waiting in the pool:
+ *  in pp_put for room or the backlog, or in pp_pin for a load.  That
+ *  thread may be waiting for the very pool thread the callback runs on.
+ *  So a lock that a callback takes must not be held across such calls;
+ *  a thread that holds it calls with PP_PUT_NOWAIT and PP_PIN_NOWAIT.
  *
  * ---------------------------------------------------------------------------
  * Threads, progress and memory ordering
@@ -338,8 +375,8 @@ typedef struct pp_reader pp_reader_t;  /* opaque, passed to a type's load */
 typedef struct pp_type {
     const char *name;                  /* for reports; may be NULL */
     /* Frees the data.  NULL: free(data).  Called exactly once per entry, on
-     * its home node's reclaimer thread.  Must not call into the same pool
-     * with a ref of the entry being freed. */
+     * its home node's reclaimer thread (with swap, also on its swap thread
+     * for data evicted).  May call the pool: see "Callbacks". */
     void (*free)(void *data, size_t size, void *ctx);
     /* Swap support.  Both NULL: the bytes [data, data+size) are written
      * straight from memory, and read back into memory from malloc(),
@@ -357,7 +394,7 @@ typedef struct pp_type {
      * copy is kept).  The bytes load reads have already passed their
      * checksum.  Both run on pool threads (the node's swap thread, or a
      * thread that pins) while the entry holds no pin, or only read pins;
-     * they must not call into the pool.  With swap, free is also called
+     * they may call the pool as "Callbacks" says.  With swap, free is also called
      * for the data of every entry evicted, on the node's swap thread.
      * Neither is ever called for a PP_TYPE_DISCARD type. */
     int (*save)(const void *data, size_t size, pp_writer_t *w, void *ctx);
@@ -480,7 +517,9 @@ PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
  * everything (swap directory and files included) and returns 0.  No other
  * call on this pool may run
  * concurrently, and data obtained through pp_get() is invalid afterwards.
- * pool == NULL: PP_EINVAL. */
+ * The free functions it calls may release other entries, on any node:
+ * those are freed too (see "Callbacks").  pool == NULL: PP_EINVAL; inside
+ * a type's callback: PP_EDEADLK. */
 PP_API int pp_pool_destroy(pp_pool_t *pool);
 
 /* ------------------------------------------------------------------------ */
@@ -510,7 +549,8 @@ PP_API int pp_pool_destroy(pp_pool_t *pool);
  * mark and the caller is a QSBR thread inside its section -- it called
  * pp_get or pp_stat since its last pp_quiescent -- which may hold the
  * reclaimer back: call pp_quiescent() and retry).  A failed put leaves
- * data with the caller and the pool unchanged.
+ * data with the caller and the pool unchanged.  Inside a type's callback
+ * it never waits (see "Callbacks").
  * Lock-free when the entry fits under the limit and the node's reclaim
  * backlog is below its wait mark.  Otherwise it waits (see "Overload"):
  * for the reclaimer to bring the backlog under the mark, then, with swap,
@@ -576,10 +616,16 @@ PP_API int pp_unpin(pp_pool_t *pool, pp_ref_t ref);
 PP_API int pp_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                        unsigned flags, void **data);
 
-/* Unpins n refs.  First checks that every ref holds at least as many pins as
- * it appears in refs; if not, returns that ref's error (PP_ENOTPINNED or
- * PP_ESTALE) and unpins nothing.  Lock-free. */
-PP_API int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n);
+/* Unpins n refs, in order.  First checks that every ref holds at least as
+ * many pins as it appears in refs; if not, returns that ref's error
+ * (PP_ENOTPINNED or PP_ESTALE) and unpins nothing.  *done (done may be
+ * NULL) says how many leading refs the call is through with: n on
+ * success, 0 if it unpinned nothing.  If another thread drops one of the
+ * batch's pins after the check, the call stops at that ref and returns its
+ * error: refs[0 .. *done-1) were unpinned, refs[*done-1] had lost its pin,
+ * and refs[*done ..] still hold theirs.  So a caller never unpins a ref
+ * twice.  Lock-free. */
+PP_API int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done);
 
 /* Starts loading a swapped entry on its node's swap thread and returns at
  * once: 0 for a live entry (resident, loading, or a load now queued),
@@ -730,14 +776,16 @@ PP_API int pp_scope_pin_many(pp_scope_t *s, const pp_ref_t *refs, size_t n,
  * (then the pin stays recorded). */
 PP_API int pp_scope_unpin(pp_scope_t *s, pp_ref_t ref);
 
-/* Ends s: drops every pin still held through it, in any order, from
- * whichever thread calls (the pins need not have been taken there), and
- * frees the ledger's heap memory.  The scope is ended even if an unpin
- * fails -- possible only if one of its pins was dropped behind its back,
- * with pp_unpin on the ref -- and the first such error is returned after
- * every other pin has been dropped.  Errors: PP_EINVAL (not an open scope:
- * never initialized, or already ended), PP_EINUSE (a call on s is in
- * progress; nothing is done), pp_unpin's. */
+/* Ends s: drops every pin still held through it, from whichever thread
+ * calls (the pins need not have been taken there), and frees the ledger's
+ * heap memory.  Each pin is dropped once at most.  PP_ENOMEM (the calling
+ * thread could not register) ends nothing: s stays open with its pins
+ * listed, and a retry may end it.  If one of its pins was dropped behind
+ * its back (pp_unpin on the ref), the scope is ended all the same: every
+ * other pin is dropped, and the first error is returned.  Errors:
+ * PP_EINVAL (not an open scope: never initialized, or already ended),
+ * PP_EINUSE (a call on s is in progress; nothing is done), PP_ENOMEM,
+ * pp_unpin's. */
 PP_API int pp_scope_end(pp_scope_t *s);
 
 /* Pins held through s (0 for an ended scope).  Between calls on s only:
@@ -755,7 +803,8 @@ PP_API size_t pp_scope_count(const pp_scope_t *s);
  * lasts until its next pp_quiescent(), so pointers from pp_get() stay valid
  * in between even if the last owner is released concurrently.  A QSBR
  * thread that stops calling pp_quiescent holds reclamation back: call it
- * between tasks and before blocking.  Wait-free, never blocks. */
+ * between tasks and before blocking.  Wait-free, never blocks.  No effect
+ * inside a type's callback (see "Callbacks"). */
 PP_API void pp_quiescent(pp_pool_t *pool);
 
 /* Unregisters the calling thread now (it is also done at thread exit).  Its
@@ -775,7 +824,8 @@ PP_API int pp_thread_exit(pp_pool_t *pool);
  * Returns 0, or PP_EBUSY on timeout.  On 0, everything those entries' free
  * functions did happens before the return, and their reclamation is
  * complete: pp_pool_stats counts it (frees, retired_slots, lag).
- * Blocking (polls with short sleeps). */
+ * Blocking (polls with short sleeps).  Inside a type's callback:
+ * PP_EDEADLK (see "Callbacks"). */
 PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 
 /* ------------------------------------------------------------------------ */

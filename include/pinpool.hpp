@@ -30,9 +30,15 @@
  *  A moved-from or default-constructed object is empty: it holds nothing,
  *  its destructor does nothing, unpin(), reset() and pool::destroy() of it
  *  return 0, and calls that need a pool pass it on as NULL and return the
- *  C call's error (PP_EINVAL).  unpin() and reset() empty the object
- *  whatever they return: a pin or owner that the C call refused to drop
- *  (it was dropped behind the guard's back) cannot be dropped by retrying.
+ *  C call's error (PP_EINVAL).  unpin() and reset() return the C call's
+ *  error and never throw: they are the forms that keep what they hold when
+ *  a retry can still drop it.  On PP_ENOMEM (a thread new to the pool that
+ *  could not register) nothing was dropped, and the object still holds it
+ *  all: call again.  On any other error the pin or owner is gone (it was
+ *  dropped behind the object's back), and the object is empty.
+ *  pinned_many drops each pin at most once (pp_unpin_many reports how far
+ *  it got).  There are no throwing forms of them: a destructor calls them,
+ *  and cannot throw.
  *
  * ---------------------------------------------------------------------------
  * Lifetimes: declare the pool before what uses it
@@ -304,11 +310,16 @@ class owner {
         ref_ = PP_REF_NONE;
         return r;
     }
-    /* Releases now (0 if empty); empty afterwards whatever it returns. */
+    /* Releases now (0 if empty).  Empty afterwards, except on PP_ENOMEM:
+     * then it still holds the owner, for a retry. */
     int reset() noexcept
     {
-        pp_ref_t r = detach();
-        return r != PP_REF_NONE ? pp_release(pool_, r) : 0;
+        if (ref_ == PP_REF_NONE)
+            return 0;
+        int rc = pp_release(pool_, ref_);
+        if (rc != PP_ENOMEM)
+            ref_ = PP_REF_NONE;
+        return rc;
     }
     void swap(owner &o) noexcept
     {
@@ -417,13 +428,15 @@ class pin_guard {
     std::span<E> span() const noexcept { return std::span<E>(data(), count()); }
 #endif
 
-    /* Drops the pin now (0 if empty); empty afterwards whatever it returns. */
+    /* Drops the pin now (0 if empty).  Empty afterwards, except on
+     * PP_ENOMEM: then it still holds the pin, for a retry. */
     int unpin() noexcept
     {
         if (ref_ == PP_REF_NONE)
             return 0;
         int rc = pp_unpin(pool_, ref_);
-        clear();
+        if (rc != PP_ENOMEM)
+            clear();
         return rc;
     }
 
@@ -562,18 +575,22 @@ class pinned_many {
     pp_pool_t *pool() const noexcept { return pool_; }
     explicit operator bool() const noexcept { return n_ != 0; }
 
-    /* Drops every pin now (0 if empty): pp_unpin_many, or, if it refuses
-     * because a pin was dropped behind the guard's back, each pin that is
-     * still there, returning the first error.  Empty afterwards. */
+    /* Drops every pin now (0 if empty): pp_unpin_many, then, if a pin was
+     * dropped behind the guard's back, each pin it did not get to, once,
+     * returning the first error.  Empty afterwards, except on PP_ENOMEM:
+     * then it still holds every pin, for a retry. */
     int unpin() noexcept
     {
-        int rc = 0;
-        if (n_ != 0 && pp_unpin_many(pool_, refs_, n_) != 0) {
-            for (size_t i = 0; i < n_; i++) {
-                int e = pp_unpin(pool_, refs_[i]);
-                if (e != 0 && rc == 0)
-                    rc = e;
-            }
+        if (n_ == 0)
+            return 0;
+        size_t done = 0;
+        int rc = pp_unpin_many(pool_, refs_, n_, &done);
+        if (rc == PP_ENOMEM)
+            return rc;                   /* nothing dropped */
+        for (size_t i = done; i < n_; i++) {
+            int e = pp_unpin(pool_, refs_[i]);
+            if (e != 0 && rc == 0)
+                rc = e;
         }
         clear();
         return rc;
@@ -864,11 +881,12 @@ class scope {
 
     /* pp_scope_end now; the destructor then does nothing.  A second end()
      * returns PP_EINVAL, as in C.  PP_EINUSE (another call on the scope is
-     * in progress) ends nothing, and the destructor tries again. */
+     * in progress) and PP_ENOMEM (this thread could not register) end
+     * nothing: the scope keeps its pins, and the destructor tries again. */
     int end() noexcept
     {
         int rc = pp_scope_end(&s_);
-        if (rc != PP_EINUSE)
+        if (rc != PP_EINUSE && rc != PP_ENOMEM)
             open_.store(false, std::memory_order_relaxed);
         return rc;
     }

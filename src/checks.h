@@ -117,6 +117,8 @@ enum pp__test_point {
                              just before the CAS that kills it (arg: entry) */
     PP__TP_DROP_DEAD,     /* evict.c, drop: dead, just before its owners are
                              taken (arg: entry) */
+    PP__TP_UNPIN_MANY_CHECKED, /* pin.c, pp_unpin_many: the batch passed its
+                             check, no pin dropped yet (arg: the refs) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
 void pp__test_point_run(enum pp__test_point where, void *arg);

@@ -62,7 +62,9 @@ void pp__section_leave(pp__thread_t *t)
 
 void pp_quiescent(pp_pool_t *pool)
 {
-    if (pool == NULL)
+    /* In a callback: no effect.  A reclaimer's callback in QSBR mode would
+     * hold back the grace period that reclaimer waits for. */
+    if (pool == NULL || pp__in_callback())
         return;
     pp__thread_t *t = pp__thread_get(pool);
     if (t == NULL)

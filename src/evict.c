@@ -101,10 +101,13 @@ void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e)
 
 static void pp__data_free(const pp_type_t *type, void *data, size_t size)
 {
-    if (type != NULL && type->free != NULL)
+    if (type != NULL && type->free != NULL) {
+        pp__callback_enter();
         type->free(data, size, type->ctx);
-    else
+        pp__callback_leave();
+    } else {
         free(data);
+    }
 }
 
 /* Ends an I/O on e without making it resident: clears its BUSY bit

@@ -115,6 +115,15 @@ struct pp__tls_node {
     struct pp__tls_node *next;
 };
 pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
+/* The type callbacks (free, save, load) running on the calling thread, of
+ * any pool.  Inside one, no pool call waits (pinpool.h, "Callbacks"): a
+ * put never waits for the backlog and fails with PP_EAGAIN where it would
+ * wait for room, a pin is PP_PIN_NOWAIT.  The callback may run on a pool
+ * thread that the wait would be for. */
+extern __thread unsigned pp__cb_depth __attribute__((tls_model("initial-exec")));
+static inline bool pp__in_callback(void) { return PP__UNLIKELY(pp__cb_depth != 0); }
+static inline void pp__callback_enter(void) { pp__cb_depth++; }
+static inline void pp__callback_leave(void) { pp__cb_depth--; }
 /* The calling thread's record if it is the one it used last, else NULL. */
 static inline pp__thread_t *pp__thread_cached(pp_pool_t *pool)
 {
@@ -244,7 +253,8 @@ int pp__load_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, unsigned flags, pp
 int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evictor,
                   pp__thread_t *t);
 /* Starts a load on the swap thread if the entry is swapped and no load
- * runs.  Never blocks.  0 or PP_ESTALE. */
+ * runs.  Never blocks.  0, PP_ESTALE, or PP_EAGAIN once destroy has
+ * stopped the swap threads (a callback of its sweep). */
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
 
 /* advise.c -- eviction advice beside the table (swap pools). */

@@ -78,7 +78,8 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
     return rc;
 }
 
-int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
+/* Queues a load (pp__load_start); e is claimed LOADING. */
+static int pp__load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     for (;;) {
@@ -96,6 +97,23 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
     ck_stack_push_upmc(&node->sw.load_q, &pp__cold(e)->q.link);
     ck_ec32_inc(&node->sw.io_wake, &pp__ec_mode);
     return 0;
+}
+
+int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
+{
+    /* Only a callback may call while destroy stops the swap threads
+     * (pinpool.h, "Callbacks"): it counts itself in cb_loads, then looks
+     * at io_closed.  seq_cst: against destroy's store of io_closed before
+     * its read of the count (pp_pool_destroy): either destroy waits for
+     * this push, which the swap thread's last round then cancels, or this
+     * call sees the pool closed and queues nothing. */
+    if (!pp__in_callback())
+        return pp__load_queue(pool, e, ref);
+    pp__atomic_add_seq_cst(&pool->cb_loads, 1);
+    int rc = pp__atomic_load_seq_cst(&pool->io_closed) ? PP_EAGAIN : pp__load_queue(pool, e, ref);
+    /* release: the push happens before destroy's acquire of the count. */
+    pp__atomic_sub_release(&pool->cb_loads, 1);
+    return rc;
 }
 
 int pp__load_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, unsigned flags, pp__thread_t *t,

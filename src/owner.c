@@ -34,15 +34,20 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
         n = pp__current_node(pool, t);
     }
     /* The backlog first, so that a put waiting for it holds no reservation
-     * (relaxed: a threshold; the line is the one the put writes below). */
+     * (relaxed: a threshold; the line is the one the put writes below).
+     * A put from a callback never waits (pinpool.h, "Callbacks"): not for
+     * the backlog, which the reclaimer it may run on drains, and not for
+     * room, which a swap thread it may run on makes. */
     int rc;
-    if (PP__UNLIKELY(pp__atomic_load_relaxed(&pool->nodes[n]->put.backlog) >= pool->backlog_mark)) {
+    bool cb = pp__in_callback();
+    if (PP__UNLIKELY(pp__atomic_load_relaxed(&pool->nodes[n]->put.backlog) >= pool->backlog_mark) &&
+        !cb) {
         rc = pp__backlog_wait(pool, n, t, flags);
         if (rc != 0)
             return rc;
     }
-    rc = (flags & PP_PUT_NOWAIT) ? pp__mem_reserve_nowait(pool, size)
-                                 : pp__mem_reserve(pool, size, true);
+    rc = ((flags & PP_PUT_NOWAIT) || cb) ? pp__mem_reserve_nowait(pool, size)
+                                         : pp__mem_reserve(pool, size, true);
     if (rc != 0)
         return rc;
     pp__entry_t *e = pp__slot_alloc(pool, n, t);

@@ -115,6 +115,8 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
     bool waited = false;
     if (t == NULL)
         return PP_ENOMEM;
+    if (pp__in_callback())
+        flags |= PP_PIN_NOWAIT;          /* pinpool.h, "Callbacks" */
     for (;;) {
         uint32_t seen = ck_ec32_value(&node->sw.io_done);
         /* acquire: pairs with the load commit's release (data pointer). */
@@ -467,9 +469,10 @@ static int pp__pin_many_loads(pp_pool_t *pool, const pp_ref_t *refs, size_t n, u
     }
     for (size_t i = 0; i < n && !all_resident; i++) {
         pp__entry_t *e = pp__lookup(pool, refs[i]);
-        if (!(pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT) &&
-            pp__load_start(pool, e, refs[i]) != 0)
-            return PP_ESTALE;        /* died meanwhile */
+        int rc = (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT) ? 0
+                                                                      : pp__load_start(pool, e, refs[i]);
+        if (rc != 0)
+            return rc;               /* died meanwhile, or no swap thread runs */
     }
     return !all_resident && (flags & PP_PIN_NOWAIT) ? PP_EAGAIN : 0;
 }
@@ -517,6 +520,8 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     pp__thread_t *t = pp__thread_get(pool);
     if (t == NULL)
         return PP_ENOMEM;
+    if (pp__in_callback())
+        flags |= PP_PIN_NOWAIT;          /* pinpool.h, "Callbacks" */
     /* 0. With swap: the loads of the batch, overlapped. */
     if (pool->swap) {
         int rc = pp__pin_many_loads(pool, refs, n, flags);
@@ -625,8 +630,10 @@ static int pp__unpin_many_chunk(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     return 0;
 }
 
-int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
+int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
 {
+    if (done != NULL)
+        *done = 0;
     if (pool == NULL || (refs == NULL && n != 0))
         return PP_EINVAL;
     pp__thread_t *t = pp__thread_get(pool);
@@ -647,22 +654,29 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
         if (!found)
             return PP_ESTALE;
     }
-    int first_err = 0;
+    PP__TEST_POINT(UNPIN_MANY_CHECKED, (void *)refs);
     for (size_t base = 0; base < n; base += PP__BATCH) {
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
         size_t bad;
         /* Found again (the check found them all): in cache now. */
         PP__CHECK(pp__batch_find(pool, refs + base, m, e, &bad));
         for (size_t i = 0; i < m; i++) {
-            /* Can fail only if another thread unpins our pins concurrently. */
+            /* Can fail only if another thread dropped one of our pins
+             * since the check: the call stops there, so the caller knows
+             * which pins are still its own (*done). */
             int rc = pp__unpin_any(pool, e[i], refs[base + i], t, true);
-            if (PP__UNLIKELY(pool->track) && rc == 0)
+            if (PP__UNLIKELY(rc != 0)) {
+                if (done != NULL)
+                    *done = base + i + 1;
+                return rc;
+            }
+            if (PP__UNLIKELY(pool->track))
                 pp__track_unpin(pool, t, refs[base + i]);
-            if (rc != 0 && first_err == 0)
-                first_err = rc;
         }
     }
-    return first_err;
+    if (done != NULL)
+        *done = n;
+    return 0;
 }
 
 int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
@@ -691,6 +705,10 @@ again:
         }
         if (!(pw & PP__F_RESIDENT)) {
             rc = PP__SLOW;
+            break;
+        }
+        if ((pw & PP__F_EVICTING) && pp__in_callback()) {
+            rc = PP_EAGAIN;              /* it would wait for the write-out */
             break;
         }
         if (pw & PP__F_ESCAPED)

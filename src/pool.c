@@ -2,6 +2,7 @@
  * pool.c -- creating, draining, validating and destroying a pool.
  */
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,8 @@ int pp_pool_destroy(pp_pool_t *pool)
 {
     if (pool == NULL)
         return PP_EINVAL;
+    if (pp__in_callback())
+        return PP_EDEADLK;               /* it would wait for this very thread */
 
     /* Refuse while anything is pinned; the pool stays intact. */
     struct pp__pinned_scan scan = {0};
@@ -207,6 +210,14 @@ int pp_pool_destroy(pp_pool_t *pool)
 
     pp__registry_remove(pool);     /* exiting threads no longer touch it */
     pp__tls_forget(pool);          /* nor does this one */
+
+    /* From here on only callbacks call the pool; none queues a load after
+     * the swap threads' last round (pp__load_start).  seq_cst: see there.
+     * The wait is for a push in progress, a few instructions. */
+    pp__atomic_store_seq_cst(&pool->io_closed, 1);
+    /* acquire: pairs with the callbacks' release of the count. */
+    while (pp__atomic_load_acquire(&pool->cb_loads) != 0)
+        sched_yield();
 
     /* The swap threads end their I/O (queueing entries that died during
      * it), then each reclaimer drains its queue and frees what is still
@@ -262,6 +273,8 @@ int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
 {
     if (pool == NULL)
         return PP_EINVAL;
+    if (pp__in_callback())
+        return PP_EDEADLK;               /* the frees may wait for this thread */
     pp__thread_t *t = pp__thread_get(pool);
     if (t != NULL)
         pp__section_end(t);

@@ -22,8 +22,12 @@
  *
  * At destroy (pp__reclaim_stop) each reclaimer drains its queue, dispatches
  * what is pending without waiting for readers (destroy's contract: no other
- * call runs), then frees every entry of its node still alive (leaked
- * owners), so even then free functions run on the home reclaimer.
+ * call runs), then runs the rounds destroy asks for: in each, it frees what
+ * is queued and kills every entry of its node still owned (leaked owners),
+ * freeing each at once.  A free may release, put or unpin entries of any
+ * node (pinpool.h, "Callbacks"); destroy asks for rounds until one in
+ * which no reclaimer did anything.  Free functions run on the home
+ * reclaimer even then.
  */
 #include <errno.h>
 #include <limits.h>
@@ -99,6 +103,10 @@ uint64_t pp__now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* destroy's rounds (pp__reclaim_stop): the round that asks the reclaimers
+ * to leave. */
+#define PP__ROUND_EXIT UINT32_MAX
 
 /* ------------------------------------------------------------------------ */
 /* Producers                                                                 */
@@ -303,10 +311,13 @@ static uint64_t pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry
     const pp_type_t *type = c->type;
     uint64_t resident = 0;
     if (pw & PP__F_RESIDENT) {
-        if (type != NULL && type->free != NULL)
+        if (type != NULL && type->free != NULL) {
+            pp__callback_enter();
             type->free(e->data, c->size, type->ctx);
-        else
+            pp__callback_leave();
+        } else {
             free(e->data);
+        }
         resident = c->size;
         pp__mem_unreserve(pool, c->size);
     } else {
@@ -454,28 +465,105 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
     pp__freed_flush(pool, node);
 }
 
-/* Destroy's sweep: frees entries still owned (destroy checked none is
- * pinned, and every queued one has been reclaimed by now). */
+/* ------------------------------------------------------------------------ */
+/* Destroy: the last rounds                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Frees everything queued for node n now, without a grace period (destroy:
+ * no reader remains), until its queues are empty: the frees may queue more
+ * on any node.  True if it freed anything. */
+static bool pp__reclaim_drain_now(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
+                                  ck_stack_t *ready)
+{
+    bool any = false;
+    for (;;) {
+        bool batch = pp__reclaim_collect(pool, node->index, rs);
+        if (rs->pending > 0) {
+            ck_epoch_reclaim(rs->rec);   /* dispatches every callback pending */
+            pp__run_ready(pool, node, ready, rs);
+        }
+        PP__CHECK(rs->pending == 0);
+        if (!batch)
+            return any;
+        any = true;
+    }
+}
+
+struct pp__sweep {
+    pp__rstate_t *rs;
+    ck_stack_t *ready;
+    bool work;                           /* an entry was killed */
+};
+
+/* Destroy's sweep of one slot: an entry still owned (a leaked owner) is
+ * killed as its last release would kill it, queued on this reclaimer's
+ * own queue, and freed at once -- so what its free releases on this node
+ * is freed before the sweep goes on, and a release on another node lands
+ * on a reclaimer that still runs rounds (pp__reclaim_stop). */
 static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
-    (void)arg;
+    struct pp__sweep *sw = arg;
     pp__node_t *node = pool->nodes[n];
     /* acquire: pairs with the putter's release (data, size, type, slot);
-     * the users' later writes are ordered by destroy's release of stop. */
+     * the users' later writes are ordered by destroy's release of stop,
+     * the callbacks' by the rounds (pp__reclaim_stop). */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
-    if (!(pw & PP__F_LIVE))
-        return;
-    PP__CHECK(!(pw & (PP__F_QUEUED | PP__F_BUSY)) && pp__pw_pins(pw) == 0);
+    if ((pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)
+        return;                          /* free, or dead: queued or still pinned */
+    uint32_t gen = pp__word_gen(pw);
+    pp__cold_t *c = pp__cold(e);
+    /* The owners left, taken as releases take them: a callback's release
+     * that races with this takes the last one itself and queues the
+     * entry, or finds none (PP_ESTALE).  acq_rel: as pp_release's. */
+    uint64_t ow = pp__atomic_load_relaxed(&c->ow);
+    do {
+        if (pp__word_gen(ow) != gen || pp__ow_owners(ow) == 0)
+            return;
+    } while (!pp__atomic_cas_weak_acq_rel(&c->ow, &ow, ow & ~PP__OWNERS_MASK));
     uint64_t k = pp__atomic_load_relaxed(&node->rc.leaked_owned);
     if (k < 4)
-        node->rc.leaked_first[k] = pp__ref_make(n, pp__cold(e)->slot, pp__word_gen(pw));
+        node->rc.leaked_first[k] = pp__ref_make(n, c->slot, gen);
     pp__counter_add(&node->rc.leaked_owned, 1);
-    if (pp__droppable(pool, pp__cold(e)->type, pp__cold(e)->size))
-        pp__atomic_sub_relaxed(&pool->discard_entries, 1);   /* never queued: not dying */
-    uint64_t resident = pp__entry_free_data(pool, node, e, pw);
-    pp__atomic_sub_relaxed(&node->put.resident_bytes, resident);
-    pp__atomic_store_relaxed(&e->pw, (uint64_t)pp__word_gen(pw) << PP__GEN_SHIFT);
-    pp__count_free(node, 1);
+    /* Queued on this thread's own record, unless a callback holds a pin:
+     * then its unpin queues it. */
+    pp__entry_kill(pool, n, e, gen, node->rc.rt);
+    sw->work = true;
+    (void)pp__reclaim_drain_now(pool, node, sw->rs, sw->ready);
+}
+
+/* One of destroy's rounds on this node: frees what is queued, kills and
+ * frees every entry still owned.  True if it did anything. */
+static bool pp__reclaim_round(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
+                              ck_stack_t *ready)
+{
+    struct pp__sweep sw = {rs, ready, false};
+    bool work = pp__reclaim_drain_now(pool, node, rs, ready);
+    pp__table_foreach(pool, node->index, pp__sweep_one, &sw);
+    return work || sw.work;
+}
+
+/* After stop: runs the rounds destroy asks for (pp__reclaim_stop), each
+ * answered on the pool's semaphore, until it asks this reclaimer to leave. */
+static void pp__reclaimer_rounds(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
+                                 ck_stack_t *ready)
+{
+    uint32_t done = 0;
+    for (;;) {
+        uint32_t seen = ck_ec32_value(&node->prod.wake);
+        /* acquire: pairs with destroy's release of the round, after it
+         * took every reclaimer's answer to the last one: their frees and
+         * pushes happen before this round's look at the queues. */
+        uint32_t round = pp__atomic_load_acquire(&pool->stop_round);
+        if (round == PP__ROUND_EXIT)
+            return;
+        if (round == done) {
+            ck_ec32_wait(&node->prod.wake, &pp__ec_mode, seen, NULL);
+            continue;
+        }
+        pp__atomic_store_relaxed(&node->rc.round_work, pp__reclaim_round(pool, node, rs, ready));
+        done = round;
+        sem_post(&pool->started);        /* orders the round's work before destroy's wait */
+    }
 }
 
 static void *pp__reclaimer_main(void *arg)
@@ -550,7 +638,7 @@ static void *pp__reclaimer_main(void *arg)
         }
     }
 
-    pp__table_foreach(pool, node->index, pp__sweep_one, NULL);
+    pp__reclaimer_rounds(pool, node, &rs, &ready);
     pp__ready_sink = NULL;
     return NULL;
 }
@@ -574,17 +662,56 @@ int pp__reclaim_start(pp_pool_t *pool)
     return 0;
 }
 
+/* Asks every started reclaimer for round r (or to leave) and wakes it. */
+static void pp__rounds_ask(pp_pool_t *pool, uint32_t r)
+{
+    /* release: the answers to the last round (their frees, their pushes
+     * onto other nodes' queues), which this thread acquired from the
+     * semaphore, happen before the next round's look at the queues. */
+    pp__atomic_store_release(&pool->stop_round, r);
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        pp__node_t *node = pool->nodes[n];
+        if (node != NULL && node->rc.started)
+            ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
+    }
+}
+
 void pp__reclaim_stop(pp_pool_t *pool)
 {
+    unsigned started = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
         if (node == NULL || !node->rc.started)
             continue;
+        started++;
         /* release: everything the pool's users did happens before the
          * reclaimer's final drain and sweep. */
         pp__atomic_store_release(&node->rc.stop, 1);
         ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
     }
+    /* Rounds until one in which no reclaimer freed or swept anything.  A
+     * free may release, put or unpin entries of any node, so a round on
+     * one node may give another more to do; only frees make work now (no
+     * other call runs), so a round without a free anywhere leaves none.
+     * Each round's answers are in before the next is asked for: a push
+     * made in one round is seen by its reclaimer in the next. */
+    for (uint32_t r = 1; started != 0; r++) {
+        PP__CHECK(r != PP__ROUND_EXIT);
+        pp__rounds_ask(pool, r);
+        bool work = false;
+        for (unsigned i = 0; i < started; i++) {
+            while (sem_wait(&pool->started) != 0 && errno == EINTR)
+                ;
+        }
+        for (unsigned n = 0; n < pool->nnodes; n++) {
+            pp__node_t *node = pool->nodes[n];
+            if (node != NULL && node->rc.started)
+                work |= pp__atomic_load_relaxed(&node->rc.round_work) != 0;
+        }
+        if (!work)
+            break;
+    }
+    pp__rounds_ask(pool, PP__ROUND_EXIT);
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
         if (node == NULL || !node->rc.started)

@@ -155,20 +155,39 @@ int pp_scope_unpin(pp_scope_t *s, pp_ref_t ref)
     return rc;
 }
 
+/* Takes the first k refs off the ledger (their pins are dropped). */
+static void pp__scope_forget(pp_scope_t *s, uint32_t k)
+{
+    pp_ref_t *r = pp__scope_refs(s);
+    memmove(r, r + k, (s->n_ - k) * sizeof *r);
+    s->n_ -= k;
+}
+
 int pp_scope_end(pp_scope_t *s)
 {
     int rc = pp__scope_claim(s);
     if (PP__UNLIKELY(rc != 0))
         return rc;
+    /* All at once (the usual end).  pp_unpin_many says how many leading
+     * refs it is through with: those leave the ledger, so no pin is ever
+     * dropped twice. */
+    size_t done = 0;
+    if (s->n_ != 0)
+        rc = pp_unpin_many(s->pool_, pp__scope_refs(s), s->n_, &done);
+    pp__scope_forget(s, (uint32_t)done);
+    /* PP_ENOMEM: this thread could not register, nothing was dropped.  The
+     * scope stays open with its pins, for a retry. */
+    if (rc == PP_ENOMEM) {
+        pp__scope_leave(s);
+        return rc;
+    }
+    /* A pin of the ledger was dropped behind the scope's back: one by one,
+     * each pin still listed is dropped once, as far as it is there. */
     pp_ref_t *r = pp__scope_refs(s);
-    /* All at once when every pin is still there (the usual end); otherwise
-     * pp_unpin_many did nothing, and one by one drops all that can be. */
-    if (s->n_ != 0 && pp_unpin_many(s->pool_, r, s->n_) != 0) {
-        for (uint32_t i = 0; i < s->n_; i++) {
-            int e = pp_unpin(s->pool_, r[i]);
-            if (e != 0 && rc == 0)
-                rc = e;
-        }
+    for (uint32_t i = 0; i < s->n_; i++) {
+        int e = pp_unpin(s->pool_, r[i]);
+        if (e != 0 && rc == 0)
+            rc = e;
     }
     if (s->heap_ != NULL) {
         pp__free(s->heap_);

@@ -549,7 +549,9 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
     if (type == NULL || type->save == NULL)
         return pp__store(pool, node, e, claimed, rec, e->data, c->size);
     struct pp_writer w = {.e = e, .claimed = claimed};
+    pp__callback_enter();
     int rc = type->save(e->data, c->size, &w, type->ctx);
+    pp__callback_leave();
     if (rc == 0 && w.err == 0)
         rc = pp__store(pool, node, e, claimed, rec, w.buf, w.len);
     else
@@ -605,7 +607,9 @@ int pp_type_pack(const pp_type_t *type, const void *data, size_t size, void **bu
     if (!pp__type_packs(type) || buf == NULL || len == NULL)
         return PP_EINVAL;
     struct pp_writer w = {.e = NULL};
+    pp__callback_enter();
     int rc = type->save(data, size, &w, type->ctx);
+    pp__callback_leave();
     if (rc != 0 || w.err != 0) {
         pp__free(w.buf);
         return w.err == PP_ENOMEM ? PP_ENOMEM : PP_EIO;
@@ -621,7 +625,10 @@ int pp_type_unpack(const pp_type_t *type, const void *buf, size_t len, size_t si
         return PP_EINVAL;
     pp_reader_t r = {buf, len, 0};
     void *d = NULL;
-    if (type->load(&d, size, &r, type->ctx) != 0)
+    pp__callback_enter();
+    int rc = type->load(&d, size, &r, type->ctx);
+    pp__callback_leave();
+    if (rc != 0)
         return PP_EIO;
     *data = d;
     return 0;
@@ -871,7 +878,10 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     }
     if (rc == 0 && custom) {
         pp_reader_t r = {plain != NULL ? plain : stored, rec->raw, 0};
-        if (type->load(data, c->size, &r, type->ctx) != 0) {
+        pp__callback_enter();
+        int lrc = type->load(data, c->size, &r, type->ctx);
+        pp__callback_leave();
+        if (lrc != 0) {
             pp__report(pool, "pinpool: swap: type %s: load failed for node %u slot %u",
                        type->name != NULL ? type->name : "(unnamed)", node->index, c->slot);
             rc = PP_EIO;

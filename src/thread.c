@@ -18,6 +18,7 @@
 
 __thread struct pp__tls_node *pp__tls_last __attribute__((tls_model("initial-exec")));
 static __thread struct pp__tls_node *pp__tls_head __attribute__((tls_model("initial-exec")));
+__thread unsigned pp__cb_depth __attribute__((tls_model("initial-exec")));
 
 /* Global registry of live pools: lets a thread's exit handler tell whether
  * the pools it registered with still exist.  Lock order: pp__live_lock,

@@ -207,6 +207,7 @@ typedef struct pp__node {
         _Atomic int tid;
         _Atomic int cpu_bound;
         _Atomic int stop;
+        _Atomic int round_work;          /* destroy: the last round did something */
         pp__thread_t *rt;                /* the reclaimer's epoch record */
         pthread_t thread;
         bool started;
@@ -303,6 +304,12 @@ struct pp_pool {
                                             evict for them (pp__reclaim_push adds,
                                             the reclaimer subtracts) */
     _Atomic int drop_busy;               /* without swap: a putter runs the hands */
+    _Atomic int io_closed;               /* destroy stops the swap threads: no
+                                            load may be queued (pp__load_start) */
+    _Atomic uint32_t cb_loads;           /* callbacks in pp__load_start */
+    /* Destroy's last rounds (reclaim.c, pp__reclaim_stop): the round the
+     * reclaimers are asked to run (PP__ROUND_EXIT: leave). */
+    _Atomic uint32_t stop_round;
     void (*report)(const char *line, void *ctx);
     void *report_ctx;
 

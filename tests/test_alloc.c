@@ -183,8 +183,8 @@ Test(alloc, tracked_pin_failure_undoes_the_pin, .timeout = 60)
         cr_assert_eq(info.state & PP_STATE_DIRTY, 0, "a failed pin_many marks nothing dirty");
     }
     assert_rc(rc, 0);
-    assert_rc(pp_unpin_many(pool, refs, 2), 0);
-    assert_rc(pp_unpin_many(pool, held, nheld), 0);
+    assert_rc(pp_unpin_many(pool, refs, 2, NULL), 0);
+    assert_rc(pp_unpin_many(pool, held, nheld, NULL), 0);
     test_stats(pool, &after);
     cr_assert_eq(after.total.pins - before.total.pins, nheld + 2);
     cr_assert_eq(after.total.unpins - before.total.unpins, nheld + 2);

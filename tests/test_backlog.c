@@ -472,3 +472,69 @@ Test(backlog, nowait_retry_gets_room_below_the_high_watermark, .timeout = 60)
     test_drain(pool);
     test_destroy(pool);
 }
+
+/* ---- a free that puts ------------------------------------------------------- */
+
+/* A free function that puts one entry into the pool it belongs to (on its
+ * first call only), then frees its data. */
+typedef struct reput {
+    pp_pool_t *pool;
+    size_t size;                         /* of the entry it puts */
+    atomic_uint calls;                   /* frees that returned */
+    atomic_int rc;                       /* its pp_put's */
+    _Atomic pp_ref_t ref;                /* what it put */
+} reput_t;
+
+static reput_t g_reput;
+
+static void reput_free(void *data, size_t size, void *ctx)
+{
+    reput_t *r = ctx;
+    (void)size;
+    if (atomic_load(&r->calls) == 0) {
+        void *p = malloc(r->size);
+        pp_ref_t ref = PP_REF_NONE;
+        int rc = p != NULL ? pp_put(r->pool, p, r->size, NULL, PP_ON_NODE(0), &ref) : PP_ENOMEM;
+        if (rc != 0)
+            free(p);
+        atomic_store(&r->ref, ref);
+        atomic_store(&r->rc, rc);
+    }
+    free(data);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static const pp_type_t reput_type = {.name = "reput", .free = reput_free, .ctx = &g_reput};
+
+/* A 2 KiB entry's charge is past the mark of a 4 KiB backlog, and its free
+ * puts: that put must not wait for the backlog to fall, which only this
+ * same reclaimer, busy in the free, can make it do. */
+Test(backlog, a_free_that_puts_never_waits_for_its_own_reclaimer, .timeout = 60)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.reclaim_backlog = 4096;
+    pp_pool_t *pool = test_pool(&o);
+    g_reput.pool = pool;
+    g_reput.size = 64;
+    atomic_store(&g_reput.calls, 0);
+    atomic_store(&g_reput.rc, 1);
+    void *p = malloc(2048);
+    cr_assert_not_null(p);
+    pp_ref_t r;
+    assert_rc(pp_put(pool, p, 2048, &reput_type, PP_ON_NODE(0), &r), 0);
+    assert_rc(pp_release(pool, r), 0);
+    cr_assert(WAIT_UNTIL(atomic_load(&g_reput.calls) == 1, TEST_WAIT_MS),
+              "the free's pp_put never returned: it waits for the backlog its own "
+              "reclaimer drains");
+    assert_rc(atomic_load(&g_reput.rc), 0, "the free's pp_put");
+    /* The node's reclaimer goes on: a put on the main thread, past the
+     * mark again, waits for it and returns. */
+    assert_rc(pp_release(pool, atomic_load(&g_reput.ref)), 0);
+    p = malloc(2048);
+    cr_assert_not_null(p);
+    assert_rc(pp_put(pool, p, 2048, NULL, PP_ON_NODE(0), &r), 0);
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(STAT_TOTAL(pool, backlog_bytes), 0);
+    test_destroy(pool);
+}

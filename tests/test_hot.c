@@ -176,9 +176,9 @@ Test(hot, unbalanced_unpin_is_refused_exactly, .timeout = 30)
     assert_rc(pp_pin(pool, r, 0, NULL), 0);
     assert_rc(pp_pin(pool, r, 0, NULL), 0);
     pp_ref_t three[3] = {r, r, r};
-    assert_rc(pp_unpin_many(pool, three, 3), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, three, 3, NULL), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, r), 2);            /* nothing unpinned */
-    assert_rc(pp_unpin_many(pool, three, 2), 0);
+    assert_rc(pp_unpin_many(pool, three, 2, NULL), 0);
     cr_assert_eq(pins_of(pool, r), 0);
     assert_rc(pp_release(pool, r), 0);
     assert_rc(pp_unpin(pool, r), PP_ESTALE);
@@ -410,13 +410,13 @@ Test(hot, pin_many_write_demotes, .timeout = 30)
     assert_rc(pp_pin_many(pool, r, 2, 0, d), 0);         /* read: stays hot */
     cr_assert_eq(hot(pool, r[0], HOT_ASK), 1);
     cr_assert(ct_check(d[0], 0, 64) && ct_check(d[1], 1, 64));
-    assert_rc(pp_unpin_many(pool, r, 2), 0);
+    assert_rc(pp_unpin_many(pool, r, 2, NULL), 0);
     assert_rc(pp_pin_many(pool, r, 2, PP_PIN_WRITE, d), 0);
     cr_assert_eq(hot(pool, r[0], HOT_ASK), 0);
     cr_assert_eq(hot(pool, r[1], HOT_ASK), 0);
     cr_assert_eq(pins_of(pool, r[0]), 1);
     cr_assert(test_stat(pool, r[1]).state & PP_STATE_DIRTY);
-    assert_rc(pp_unpin_many(pool, r, 2), 0);
+    assert_rc(pp_unpin_many(pool, r, 2, NULL), 0);
     test_destroy(pool);
     ct_delete(ct);
 }

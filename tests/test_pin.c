@@ -241,14 +241,14 @@ Test(pin, pin_many_all_or_none, .timeout = 30)
         cr_assert_eq(pins_of(pool, v[i]), 1);
         cr_assert(ct_check(data[i], i, 64), "data[%d]", i);
     }
-    assert_rc(pp_unpin_many(pool, v, 4), 0);
+    assert_rc(pp_unpin_many(pool, v, 4, NULL), 0);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(pins_of(pool, v[i]), 0);
     /* n == 0 succeeds, data NULL too. */
     assert_rc(pp_pin_many(pool, v, 0, 0, NULL), 0);
-    assert_rc(pp_unpin_many(pool, v, 0), 0);
+    assert_rc(pp_unpin_many(pool, v, 0, NULL), 0);
     assert_rc(pp_pin_many(pool, v, 4, 0, NULL), 0);
-    assert_rc(pp_unpin_many(pool, v, 4), 0);
+    assert_rc(pp_unpin_many(pool, v, 4, NULL), 0);
 
     pp_stats_t s;
     test_stats(pool, &s);
@@ -278,7 +278,7 @@ Test(pin, pin_many_all_or_none_on_overflow, .timeout = 60)
     assert_rc(pp_pin_many(pool, refs, 2, 0, NULL), 0);
     cr_assert_eq(pins_of(pool, a), PP_MAX_PINS);
     cr_assert_eq(pins_of(pool, b), 1);
-    assert_rc(pp_unpin_many(pool, refs, 2), 0);
+    assert_rc(pp_unpin_many(pool, refs, 2, NULL), 0);
     for (uint32_t i = 0; i < PP_MAX_PINS - 1; i++) {
         int rc = pp_unpin(pool, a);
         if (rc != 0)
@@ -309,9 +309,9 @@ Test(pin, pin_many_duplicates, .timeout = 30)
     /* Unpinning a three times when it holds 3 pins works; a duplicate list
      * with more occurrences than pins does not (and changes nothing). */
     pp_ref_t too_many[4] = {a, a, a, a};
-    assert_rc(pp_unpin_many(pool, too_many, 4), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, too_many, 4, NULL), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, a), 3);
-    assert_rc(pp_unpin_many(pool, refs, 5), 0);
+    assert_rc(pp_unpin_many(pool, refs, 5, NULL), 0);
     cr_assert_eq(pins_of(pool, a), 0);
     cr_assert_eq(pins_of(pool, b), 0);
     test_destroy(pool);
@@ -333,24 +333,24 @@ Test(pin, unpin_many_checks_first, .timeout = 30)
 
     /* c holds no pin: nothing is unpinned, wherever c stands. */
     pp_ref_t l1[3] = {a, b, c};
-    assert_rc(pp_unpin_many(pool, l1, 3), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, l1, 3, NULL), PP_ENOTPINNED);
     pp_ref_t l2[3] = {c, a, b};
-    assert_rc(pp_unpin_many(pool, l2, 3), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, l2, 3, NULL), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, a), 1);
     cr_assert_eq(pins_of(pool, b), 1);
     /* A reclaimed ref: PP_ESTALE, nothing unpinned. */
     pp_ref_t l3[3] = {a, d, b};
-    assert_rc(pp_unpin_many(pool, l3, 3), PP_ESTALE);
+    assert_rc(pp_unpin_many(pool, l3, 3, NULL), PP_ESTALE);
     cr_assert_eq(pins_of(pool, a), 1);
     cr_assert_eq(pins_of(pool, b), 1);
     /* Twice a ref that holds one pin. */
     pp_ref_t l4[3] = {a, b, a};
-    assert_rc(pp_unpin_many(pool, l4, 3), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, l4, 3, NULL), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, a), 1);
     cr_assert_eq(pins_of(pool, b), 1);
 
     pp_ref_t ok[2] = {b, a};
-    assert_rc(pp_unpin_many(pool, ok, 2), 0);
+    assert_rc(pp_unpin_many(pool, ok, 2, NULL), 0);
     cr_assert_eq(pins_of(pool, a), 0);
     cr_assert_eq(pins_of(pool, b), 0);
     pp_stats_t s;
@@ -421,21 +421,21 @@ Test(pin, many_larger_than_a_chunk, .timeout = 30)
     /* One ref, in the last chunk, twice: it holds one pin only. */
     memcpy(refs, v, sizeof refs);
     refs[3] = v[37];
-    assert_rc(pp_unpin_many(pool, refs, N), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, refs, N, NULL), PP_ENOTPINNED);
     for (int i = 0; i < N; i++)
         cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
     refs[3] = dead;
-    assert_rc(pp_unpin_many(pool, refs, N), PP_ESTALE);
+    assert_rc(pp_unpin_many(pool, refs, N, NULL), PP_ESTALE);
     for (int i = 0; i < N; i++)
         cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
     /* The first failing ref's error, in order: an unpinned live entry
      * before a ref that names no slot at all. */
     refs[2] = fresh;
     refs[3] = 0xdeadbeefcafef00dull;
-    assert_rc(pp_unpin_many(pool, refs, N), PP_ENOTPINNED);
+    assert_rc(pp_unpin_many(pool, refs, N, NULL), PP_ENOTPINNED);
     for (int i = 0; i < N; i++)
         cr_assert_eq(pins_of(pool, v[i]), 1, "ref %d unpinned by a failed call", i);
-    assert_rc(pp_unpin_many(pool, v, N), 0);
+    assert_rc(pp_unpin_many(pool, v, N, NULL), 0);
     for (int i = 0; i < N; i++)
         cr_assert_eq(pins_of(pool, v[i]), 0);
 
@@ -466,7 +466,7 @@ Test(pin, unpin_many_final_unpins_queue, .timeout = 30)
     test_drain(pool);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(ct_frees(ct, i), 0);
-    assert_rc(pp_unpin_many(pool, v, 3), 0);
+    assert_rc(pp_unpin_many(pool, v, 3, NULL), 0);
     test_drain(pool);
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(ct_frees(ct, i), 1);
@@ -742,7 +742,7 @@ Test(pin, hot_path_makes_no_system_call, .timeout = 60)
             bad |= pp_pin(pool, refs[i & 1], (i & 2) ? PP_PIN_WRITE : 0, &d);
             bad |= pp_unpin(pool, refs[i & 1]);
             bad |= pp_pin_many(pool, refs, 2, 0, dv);
-            bad |= pp_unpin_many(pool, refs, 2);
+            bad |= pp_unpin_many(pool, refs, 2, NULL);
             bad |= pp_retain(pool, refs[0]);
             bad |= pp_release(pool, refs[0]);
             bad |= pp_get(pool, refs[1], &d);
@@ -875,7 +875,7 @@ Test(pin, hot_path_allocates_nothing, .timeout = 60)
         assert_rc(pp_pin(pool, refs[i & 1], (i & 2) ? PP_PIN_WRITE : 0, &d), 0);
         assert_rc(pp_unpin(pool, refs[i & 1]), 0);
         assert_rc(pp_pin_many(pool, refs, 2, 0, dv), 0);
-        assert_rc(pp_unpin_many(pool, refs, 2), 0);
+        assert_rc(pp_unpin_many(pool, refs, 2, NULL), 0);
         assert_rc(pp_retain(pool, refs[0]), 0);
         assert_rc(pp_release(pool, refs[0]), 0);
         assert_rc(pp_get(pool, refs[1], &d), 0);
@@ -904,6 +904,43 @@ Test(pin, hot_path_allocates_nothing, .timeout = 60)
 
     for (size_t i = 0; i < 2; i++)
         assert_rc(pp_release(pool, refs[i]), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* pp_unpin_many says how far it got: n on success, 0 when its check fails,
+ * and, when another thread drops one of the batch's pins after the check
+ * (made deterministic by the test point), the refs up to and including
+ * that one: the pins after it are still the caller's. */
+#include "support/steal.h"
+
+Test(pin, unpin_many_says_how_many_refs_it_is_through_with, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(3);
+    pp_ref_t r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = ct_put(pool, ct, (size_t)i, 64, 0);
+    size_t done = 99;
+    assert_rc(pp_pin_many(pool, r, 3, 0, NULL), 0);
+    assert_rc(pp_unpin_many(pool, r, 3, &done), 0);
+    cr_assert_eq(done, 3);
+    done = 99;
+    assert_rc(pp_unpin_many(pool, r, 3, &done), PP_ENOTPINNED);
+    cr_assert_eq(done, 0, "a failed check unpins nothing");
+
+    assert_rc(pp_pin_many(pool, r, 3, 0, NULL), 0);
+    steal_t st = {pool, r[1], 0};
+    done = 99;
+    assert_rc(WITH_STEAL(&st, pp_unpin_many(pool, r, 3, &done)), PP_ENOTPINNED);
+    cr_assert_eq(done, 2, "through with r[0] (unpinned) and r[1] (its pin was gone)");
+    cr_assert_eq(pins_of(pool, r[0]), 0);
+    cr_assert_eq(pins_of(pool, r[1]), 0);
+    cr_assert_eq(pins_of(pool, r[2]), 1, "r[2] is still pinned: the caller's to drop");
+    assert_rc(pp_unpin_many(pool, r + done, 3 - done, &done), 0);
+    cr_assert_eq(done, 1);
+    for (int i = 0; i < 3; i++)
+        assert_rc(pp_release(pool, r[i]), 0);
     test_destroy(pool);
     ct_delete(ct);
 }

@@ -448,3 +448,47 @@ Test(reclaim, finalizer_never_waits_for_free, .timeout = 60)
     cr_assert_eq(atomic_load(&g_slow.done), 2);
     test_destroy(pool);
 }
+
+/* ---- a free that would wait on its own reclaimer ----------------------------- */
+
+/* pp_pool_drain waits for every queued entry to be freed, the one whose
+ * free calls it included; pp_pool_destroy joins the reclaimer it runs on.
+ * Inside a callback both refuse at once: PP_EDEADLK. */
+typedef struct waiter {
+    pp_pool_t *pool;
+    atomic_int drain_rc, destroy_rc;
+    atomic_uint calls;
+} waiter_t;
+
+static waiter_t g_waiter;
+
+static void waiter_free(void *data, size_t size, void *ctx)
+{
+    waiter_t *w = ctx;
+    (void)size;
+    atomic_store(&w->drain_rc, pp_pool_drain(w->pool, 200));
+    atomic_store(&w->destroy_rc, pp_pool_destroy(w->pool));
+    free(data);
+    atomic_fetch_add(&w->calls, 1);
+}
+
+static const pp_type_t waiter_type = {.name = "waiter", .free = waiter_free, .ctx = &g_waiter};
+
+Test(reclaim, a_free_that_drains_or_destroys_gets_edeadlk, .timeout = 60)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    g_waiter.pool = pool;
+    atomic_store(&g_waiter.drain_rc, 1);
+    atomic_store(&g_waiter.destroy_rc, 1);
+    atomic_store(&g_waiter.calls, 0);
+    void *p = malloc(64);
+    cr_assert_not_null(p);
+    pp_ref_t r;
+    assert_rc(pp_put(pool, p, 64, &waiter_type, PP_ON_NODE(0), &r), 0);
+    assert_rc(pp_release(pool, r), 0);
+    cr_assert(WAIT_UNTIL(atomic_load(&g_waiter.calls) == 1, TEST_WAIT_MS));
+    assert_rc(atomic_load(&g_waiter.drain_rc), PP_EDEADLK, "pp_pool_drain in a free");
+    assert_rc(atomic_load(&g_waiter.destroy_rc), PP_EDEADLK, "pp_pool_destroy in a free");
+    test_drain(pool);
+    test_destroy(pool);
+}

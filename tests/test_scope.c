@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include "testhooks.h" /* pp__alloc_fail_after, pp__alloc_count, pp__alloc_fault_hook */
+#include "support/steal.h"
 
 /* Puts n counted entries; refs[i] is entry i. */
 static void put_n(pp_pool_t *pool, ct_t *ct, pp_ref_t *refs, size_t n)
@@ -546,4 +547,86 @@ Test(scope, a_scope_never_ended_is_reported_where_it_was_made, .timeout = 30)
     test_destroy(pool);
     ct_delete(ct);
     report_cap_free(&rep);
+}
+
+/* ---- ends that fail ------------------------------------------------------------ */
+
+/* Opens s on pool and pins each of the n refs through it. */
+static void scope_pin_each(pp_scope_t *s, pp_pool_t *pool, const pp_ref_t *r, size_t n)
+{
+    pp_scope_init(s, pool);
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_scope_pin(s, r[i], 0, NULL), 0);
+}
+
+/* Every allocation of the thread that sets this fails. */
+static __thread bool t_no_memory;
+
+static bool fail_on_this_thread(size_t size, void *ctx)
+{
+    (void)size, (void)ctx;
+    return t_no_memory;
+}
+
+/* Ends the scope on a thread new to the pool, whose registration (its
+ * first call) cannot allocate. */
+static void *end_without_memory(void *arg)
+{
+    t_no_memory = true;
+    end_scope(arg);
+    t_no_memory = false;
+    return NULL;
+}
+
+Test(scope, an_end_that_cannot_register_keeps_the_pins_for_a_retry, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t r[2];
+    put_n(pool, ct, r, 2);
+    pp_scope_t s;
+    scope_pin_each(&s, pool, r, 2);
+
+    hand_t a = {pool, &s, r, 0, 0, 1};
+    pthread_t th;
+    pp__alloc_fault_hook(fail_on_this_thread, NULL);
+    cr_assert_eq(pthread_create(&th, NULL, end_without_memory, &a), 0);
+    test_thread_join(th);
+    pp__alloc_fault_hook(NULL, NULL);
+    assert_rc(a.rc, PP_ENOMEM);
+    cr_assert_eq(pins_of(pool, r[0]), 1, "the pins are still held");
+    cr_assert_eq(pins_of(pool, r[1]), 1);
+    cr_assert_eq(pp_scope_count(&s), 2, "an end that failed for memory keeps its ledger");
+
+    assert_rc(pp_scope_end(&s), 0, "the retry ends it");
+    cr_assert_eq(pins_of(pool, r[0]), 0);
+    cr_assert_eq(pins_of(pool, r[1]), 0);
+    release_all(pool, r, 2);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* pp_unpin_many passed its check, then another thread unpins one of the
+ * scope's refs before the batch drops it (the misuse this test point makes
+ * deterministic).  The end must drop each of its other pins exactly once:
+ * the pin another holder has on b stays. */
+Test(scope, an_end_after_a_concurrent_unpin_drops_each_pin_once, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    pp_ref_t r[2];
+    put_n(pool, ct, r, 2);
+    pp_scope_t s;
+    scope_pin_each(&s, pool, r, 2);
+    assert_rc(pp_pin(pool, r[1], 0, NULL), 0);        /* another holder of b */
+
+    steal_t st = {pool, r[0], 0};
+    assert_rc(WITH_STEAL(&st, pp_scope_end(&s)), PP_ENOTPINNED);
+    cr_assert_eq(pins_of(pool, r[0]), 0);
+    cr_assert_eq(pins_of(pool, r[1]), 1, "the other holder's pin on b was taken");
+    cr_assert_eq(pp_scope_count(&s), 0, "nothing is left to drop");
+    assert_rc(pp_unpin(pool, r[1]), 0);
+    release_all(pool, r, 2);
+    test_destroy(pool);
+    ct_delete(ct);
 }

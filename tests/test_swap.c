@@ -811,7 +811,7 @@ Test(SW_SUITE, pin_many_write_makes_loaded_entries_dirty, .timeout = 60)
         fill_pattern(d[i], CL_SIZE, seed_of(i, 1));
         cr_assert(test_stat(s.pool, ref[i]).state & PP_STATE_DIRTY);
     }
-    assert_rc(pp_unpin_many(s.pool, ref, N), 0);
+    assert_rc(pp_unpin_many(s.pool, ref, N, NULL), 0);
     cr_assert(ok, "pp_pin_many loaded wrong contents");
     assert_rc(sw_squeeze(&s, 0), 0);
     cr_assert_eq(STAT_TOTAL(s.pool, evictions_written) - written, N);

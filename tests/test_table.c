@@ -24,7 +24,7 @@ static void assert_all_stale(pp_pool_t *pool, pp_ref_t ref)
     cr_assert_eq(pp_prefetch(pool, ref), PP_ESTALE, "prefetch 0x%016" PRIx64, ref);
     cr_assert_eq(pp_pin_many(pool, &ref, 1, 0, NULL), PP_ESTALE,
                  "pin_many 0x%016" PRIx64, ref);
-    cr_assert_eq(pp_unpin_many(pool, &ref, 1), PP_ESTALE,
+    cr_assert_eq(pp_unpin_many(pool, &ref, 1, NULL), PP_ESTALE,
                  "unpin_many 0x%016" PRIx64, ref);
 }
 

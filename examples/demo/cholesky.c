@@ -203,7 +203,7 @@ static int pin_task_tiles(run_t *r, const pp_ref_t *in, int n_in, pp_ref_t out,
         if (rc == 0 && out != PP_REF_NONE) {
             rc = pp_pin_many(r->pool, &out, 1, PP_PIN_WRITE | nowait, &pinned_out);
             if (rc != 0) {
-                int urc = pp_unpin_many(r->pool, in, (size_t)n_in);
+                int urc = pp_unpin_many(r->pool, in, (size_t)n_in, NULL);
                 if (urc != 0)
                     return urc;
             }
@@ -345,7 +345,7 @@ static void run_task(run_t *r, int t)
     kernel(r, task, in, out);
     pp_ref_t all[3] = { in_refs[0], in_refs[1], PP_REF_NONE };
     all[task->nin] = r->ref[task->out];
-    rc = pp_unpin_many(r->pool, all, (size_t)task->nin + 1);
+    rc = pp_unpin_many(r->pool, all, (size_t)task->nin + 1, NULL);
     if (rc != 0)
         task_failed(r, rc, "pp_unpin_many");
     if (r->cfg->hints)
@@ -525,7 +525,7 @@ static void check_tile(run_t *r, int i, int j)
         }
         demo_check_step(b, i, j, k, p[0], p[1], tri, acc);
         if (r->pool != NULL) {
-            int rc = pp_unpin_many(r->pool, refs, 2);
+            int rc = pp_unpin_many(r->pool, refs, 2, NULL);
             if (rc != 0) {
                 task_failed(r, rc, "pp_unpin_many");
                 goto out;

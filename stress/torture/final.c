@@ -31,6 +31,7 @@ typedef struct totals {
     uint64_t f_eio, f_ecorrupt, f_enomem;
     uint64_t skips, escape_skips;
     uint64_t put_nowait, put_eagain, put_edeadlk;
+    uint64_t re_frees[PP_MAX_NODES], re_frees_tot;   /* --reentrant: children freed */
     uint64_t peak_rss, rss_bound;
     double drain_s;               /* the final drain's time */
 } totals_t;
@@ -202,8 +203,11 @@ static void sum_threads(totals_t *T)
         if (i < g_threads)
             T->ops_done += atomic_load(&t->progress);
     }
-    for (unsigned n = 0; n < g_nnodes; n++)
+    re_add_counts(T->exp, g_nnodes, T->re_frees);
+    for (unsigned n = 0; n < g_nnodes; n++) {
         cnt_add(&T->tot, &T->exp[n]);
+        T->re_frees_tot += T->re_frees[n];
+    }
 }
 
 /* The pool-wide swap figures. */
@@ -243,7 +247,8 @@ static void check_stats(thr_t *m, const pp_stats_t *st, const totals_t *T)
         const pp_node_stats_t *s = n < g_nnodes ? &st->node[n] : &st->total;
         const cnt_t *e = n < g_nnodes ? &T->exp[n] : &T->tot;
         const swapcnt_t *w = n < g_nnodes ? &T->sw[n] : &T->swtot;
-        uint64_t frees = n < g_nnodes ? atomic_load(&g_frees_node[n]) : atomic_load(&g_frees_total);
+        uint64_t frees = n < g_nnodes ? atomic_load(&g_frees_node[n]) + T->re_frees[n]
+                                      : atomic_load(&g_frees_total) + T->re_frees_tot;
         statloc_at(&l, n, g_nnodes);
         const char *where = l.where, *topo = l.topo;
         STAT_EQ(&l, s, entries, 0);
@@ -333,9 +338,9 @@ static void check_counts(run_t *run, const totals_t *T)
     thr_t *m = run->m;
     const pp_stats_t *st = run->st;
     char who[64];
-    if (!g_swap && atomic_load(&g_frees_total) != T->tot.puts)
-        failf(m, "free function ran %" PRIu64 " times for %" PRIu64 " puts",
-              atomic_load(&g_frees_total), T->tot.puts);
+    if (!g_swap && atomic_load(&g_frees_total) + T->re_frees_tot != T->tot.puts)
+        failf(m, "free functions ran %" PRIu64 " times for %" PRIu64 " puts",
+              atomic_load(&g_frees_total) + T->re_frees_tot, T->tot.puts);
     cnt_check_balanced(thr_who(m, who, sizeof who), &T->tot);
     check_stats(m, st, T);
     if (st->total.pins != T->tot.pins)
@@ -407,16 +412,19 @@ static void destroy_and_check(thr_t *m, unsigned long inj[7])
 {
     faults_counts(inj);
     uint64_t lines_before = atomic_load(&g_report_lines);
-    uint64_t frees_before = atomic_load(&g_frees_total) + atomic_load(&g_evict_frees);
+    uint64_t frees_before = atomic_load(&g_frees_total) + atomic_load(&g_evict_frees) +
+                            re_frees_total();
     int rc = pp_pool_destroy(g_pool);
     if (rc != 0)
         failf(m, "pp_pool_destroy: %s", pp_err_name(rc));
     if (atomic_load(&g_report_lines) != lines_before)
         failf(m, "pp_pool_destroy reported %" PRIu64 " line(s) though nothing was left",
               atomic_load(&g_report_lines) - lines_before);
-    if (atomic_load(&g_frees_total) + atomic_load(&g_evict_frees) != frees_before)
-        failf(m, "pp_pool_destroy called the free function %" PRIu64 " more time(s)",
-              atomic_load(&g_frees_total) + atomic_load(&g_evict_frees) - frees_before);
+    uint64_t frees_after = atomic_load(&g_frees_total) + atomic_load(&g_evict_frees) +
+                           re_frees_total();
+    if (frees_after != frees_before)
+        failf(m, "pp_pool_destroy called the free functions %" PRIu64 " more time(s)",
+              frees_after - frees_before);
     if (g_swap && rc == 0)
         check_rundir_gone(m);
 }
@@ -479,6 +487,7 @@ int final_checks(run_t *run)
     if (atomic_load(&g_failed))
         fail_during_run(run);
     thr_t *m = run->m;
+    re_finish(m);
     drop_everything(m);
     static totals_t T;
     drain_all(run, &T);
@@ -495,6 +504,7 @@ int final_checks(run_t *run)
               g_qsbr ? "" : " (not expected without --qsbr)");
     if (g_verbose)
         print_figures(run, &T);
+    re_print();
 
     /* Every slot's state words obey entry.h's invariants (pinpool's own
      * whole-structure validation; all threads have stopped). */

@@ -6,6 +6,7 @@
  *             [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]
  *             [--compress] [--entry-size MIN[-MAX]] [--flat PCT]
  *             [--enomem-max PCT] [--reclaim-backlog BYTES|none]
+ *             [--expect-overload] [--reentrant PCT]
  *
  * T worker threads run random operations on one pool and check every
  * documented guarantee they can observe.  The seed and the parameters are

@@ -104,7 +104,7 @@ static void stale_call(thr_t *t, pp_ref_t ref, uint64_t k)
         expect_stale(t, pp_unpin(g_pool, ref), "pp_unpin", ref, k);
         break;
     case 7:
-        expect_stale(t, pp_unpin_many(g_pool, &ref, 1), "pp_unpin_many", ref, k);
+        expect_stale(t, pp_unpin_many(g_pool, &ref, 1, NULL), "pp_unpin_many", ref, k);
         break;
     case 8: {
         pp_ref_t two[2] = { ref, ref };
@@ -244,7 +244,7 @@ static void fresh_checks(thr_t *t, uint64_t k)
 
     /* Unbalanced unpins fail and change nothing. */
     CHECK_RC(t, pp_unpin(g_pool, ref), PP_ENOTPINNED, "pp_unpin of an unpinned entry", k);
-    CHECK_RC(t, pp_unpin_many(g_pool, &ref, 1), PP_ENOTPINNED,
+    CHECK_RC(t, pp_unpin_many(g_pool, &ref, 1, NULL), PP_ENOTPINNED,
              "pp_unpin_many of an unpinned entry", k);
     if (stat_pins(t, k, 0, "unbalanced unpin") != 0)
         return;
@@ -280,8 +280,8 @@ static void fresh_checks(thr_t *t, uint64_t k)
         return;
     void *d = h.ptr;
     pp_ref_t two[2] = { ref, ref };
-    CHECK_RC(t, pp_unpin_many(g_pool, two, 2), PP_ENOTPINNED,
-             "pp_unpin_many(x, x) of an entry with one pin", k);
+    CHECK_RC(t, pp_unpin_many(g_pool, two, 2, NULL), PP_ENOTPINNED,
+             "pp_unpin_many(x, x, NULL) of an entry with one pin", k);
     if (stat_pins(t, k, 1, "a failed pp_unpin_many") != 0)
         return;
     /* Pinned, so resident: PP_PIN_NOWAIT must not say PP_EAGAIN. */
@@ -327,9 +327,9 @@ static void fresh_checks(thr_t *t, uint64_t k)
                 failf(t, "pinned entry %" PRIu64 " is not resident (state %#x)", k, in.state);
         }
         atomic_fetch_sub_explicit(&r->pins, 3, memory_order_relaxed);
-        rc = pp_unpin_many(g_pool, three, 3);
+        rc = pp_unpin_many(g_pool, three, 3, NULL);
         if (rc != 0)
-            failf(t, "pp_unpin_many(x, x, x) of an entry with 4 pins: %s", pp_err_name(rc));
+            failf(t, "pp_unpin_many(x, x, x, NULL) of an entry with 4 pins: %s", pp_err_name(rc));
         else
             t->cnt[node].unpins += 3;
         stat_pins(t, k, 1, "pp_unpin_many x3");

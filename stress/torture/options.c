@@ -55,7 +55,7 @@ static void usage(FILE *f)
             "                 [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]\n"
             "                 [--compress] [--entry-size MIN[-MAX]] [--flat PCT]\n"
             "                 [--enomem-max PCT] [--reclaim-backlog BYTES|none]\n"
-            "                 [--expect-overload]\n"
+            "                 [--expect-overload] [--reentrant PCT]\n"
             "  --threads N        worker threads (default 4)\n"
             "  --ops N            operations per thread (default 200000)\n"
             "  --seed S           seed (default: from the clock, printed)\n"
@@ -83,6 +83,9 @@ static void usage(FILE *f)
             "                     each node's backlog_peak and the peak resident set\n"
             "  --expect-overload  fail unless puts waited for the backlog, PP_PUT_NOWAIT puts\n"
             "                     got PP_EAGAIN and (with --qsbr) puts got PP_EDEADLK\n"
+            "  --reentrant PCT    PCT percent of free calls call back into the pool: put a\n"
+            "                     child entry on a random node, release it or stash it; pin,\n"
+            "                     unpin and release a stashed one (reentrant.c)\n"
             "swap mode:\n"
             "  --swap [DIR]       swap to a fresh directory made under DIR (default\n"
             "                     $TMPDIR, else /tmp); removed at the end\n"
@@ -176,6 +179,12 @@ static int parse_options(int argc, char **argv)
             g_given.backlog = 1;
         } else if (!strcmp(a, "--expect-overload")) {
             g_expect_overload = 1;
+        } else if (!strcmp(a, "--reentrant")) {
+            g_reentrant = (unsigned)parse_u64(a, ARG());
+            if (g_reentrant > 100) {
+                fprintf(stderr, "torture: --reentrant takes a percentage (0-100)\n");
+                return 2;
+            }
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -318,6 +327,8 @@ void print_params(void)
         xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --no-hot");
     if (g_expect_overload)
         xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --expect-overload");
+    if (g_reentrant)
+        xl += (size_t)snprintf(extra + xl, sizeof extra - xl, " --reentrant %u", g_reentrant);
     if (g_duration_s <= 0 || g_given.ops)
         snprintf(opsarg, sizeof opsarg, " --ops %" PRIu64, g_ops);
     printf("torture: replay: torture --threads %u%s --seed %" PRIu64

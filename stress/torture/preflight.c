@@ -45,7 +45,7 @@ void preflight(thr_t *m)
     CHECK_RC(m, pp_get(g_pool, PP_REF_NONE, &d), PP_ESTALE, "pp_get(PP_REF_NONE)", 0);
     CHECK_RC(m, pp_prefetch(g_pool, PP_REF_NONE), PP_ESTALE, "pp_prefetch(PP_REF_NONE)", 0);
     CHECK_RC(m, pp_pin_many(g_pool, &ref, 0, 0, NULL), 0, "pp_pin_many(n = 0)", 0);
-    CHECK_RC(m, pp_unpin_many(g_pool, &ref, 0), 0, "pp_unpin_many(n = 0)", 0);
+    CHECK_RC(m, pp_unpin_many(g_pool, &ref, 0, NULL), 0, "pp_unpin_many(n = 0, NULL)", 0);
     if (strcmp(pp_err_name(PP_ESTALE), "PP_ESTALE") != 0 || strcmp(pp_err_name(0), "PP_OK") != 0 ||
         pp_strerror(-12345) == NULL || pp_strerror(PP_ENOMEM) == NULL)
         failf(m, "pp_err_name / pp_strerror: unexpected names");

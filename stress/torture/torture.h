@@ -15,6 +15,7 @@
  *   faults.c     --faults: the allocation fault hook, the fault device
  *   preflight.c  argument validation checks, the swap directory
  *   bounds.c     the memory bounds: the backlog's peak, the peak resident set
+ *   reentrant.c  --reentrant: free functions that put, pin and release entries
  *   final.c      the end: drop, drain, per-entry and exact stats checks
  */
 #ifndef PP_STRESS_TORTURE_H
@@ -59,7 +60,8 @@ extern int g_track, g_qsbr, g_verbose;
 extern unsigned g_nslots;
 extern unsigned g_timeout_s;
 extern double g_duration_s;         /* --duration: stop after this long (0: run all ops) */
-extern unsigned g_faults;           /* --faults N: 1 in N allocations and device calls fail */
+extern unsigned g_faults;
+extern unsigned g_reentrant;         /* --reentrant PCT: frees that call the pool */           /* --faults N: 1 in N allocations and device calls fail */
 extern unsigned g_yield;            /* --yield N: debug builds yield 1 in N at race points */
 extern int g_hot;                   /* hot entries: promote on the first contention, and
                                        at random (--no-hot: never) */
@@ -355,5 +357,15 @@ void bounds_check(run_t *run, uint64_t *peak_rss, uint64_t *rss_bound);
 
 /* final.c */
 int final_checks(run_t *run);       /* the exit status */
+
+/* reentrant.c -- --reentrant: the callbacks that call the pool. */
+extern const pp_type_t g_child_type;
+void re_on_free(void);                       /* from the free function */
+void re_finish(thr_t *m);                    /* before the end: no more children */
+/* Adds the children's puts, pins, unpins and releases per node into exp,
+ * and their frees per node into frees[nnodes]. */
+void re_add_counts(cnt_t *exp, unsigned nnodes, uint64_t *frees);
+uint64_t re_frees_total(void);
+void re_print(void);
 
 #endif /* PP_STRESS_TORTURE_H */

@@ -30,6 +30,7 @@ static void stress_free(void *data, size_t size, void *ctx)
         failf(NULL, "free function called with data %p size %zu", data, size);
         return;
     }
+    re_on_free();                        /* --reentrant: may call the pool */
     uint64_t k;
     rec_t *r = rec_of_data(data, &k);
     blk_t *b = blk_of(data);

@@ -104,7 +104,7 @@ static void batch_pin(thr_t *t)
                         read_untoken(r);
                     atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
                 }
-                rc = pp_unpin_many(g_pool, refs, (size_t)n);
+                rc = pp_unpin_many(g_pool, refs, (size_t)n, NULL);
                 if (rc != 0)
                     failf(t, "pp_unpin_many of %d pinned refs: %s", n, pp_err_name(rc));
                 else
@@ -357,7 +357,7 @@ void op_held(thr_t *t)
                 read_untoken(r);
             atomic_fetch_sub_explicit(&r->pins, 1, memory_order_relaxed);
         }
-        int rc = pp_unpin_many(g_pool, refs, (size_t)n);
+        int rc = pp_unpin_many(g_pool, refs, (size_t)n, NULL);
         if (rc != 0)
             failf(t, "pp_unpin_many of %d held pins: %s", n, pp_err_name(rc));
         for (int i = 0; i < n; i++) {

@@ -354,4 +354,73 @@ TEST_CASE(pinned_many_drops_what_is_left_after_a_pin_went_behind_its_back)
     CHECK(pins_of(pool, a.ref()) == 0);
 }
 
+// The test hook of the C library (src/testhooks.h, which is C only):
+// while set, every allocation of the pool asks fail() first.
+extern "C" {
+typedef bool (*pp__alloc_fault_fn)(size_t size, void *ctx);
+void pp__alloc_fault_hook(pp__alloc_fault_fn fail, void *ctx);
+}
+
+static thread_local bool t_no_memory = false;
+
+static bool fail_on_this_thread(size_t, void *) { return t_no_memory; }
+
+// Runs fn on a thread new to the pool, whose registration (its first call
+// into the pool) cannot allocate: every call there fails with PP_ENOMEM.
+template <class Fn>
+static void on_a_thread_without_memory(Fn fn)
+{
+    pp__alloc_fault_hook(fail_on_this_thread, nullptr);
+    std::thread th([&] {
+        t_no_memory = true;
+        fn();
+        t_no_memory = false;
+    });
+    th.join();
+    pp__alloc_fault_hook(nullptr, nullptr);
+}
+
+TEST_CASE(guards_keep_their_pins_when_an_unpin_fails_for_memory)
+{
+    pinpool::pool pool(test_options());
+    pinpool::owner a = put_ints(pool, 4), b = put_ints(pool, 4);
+    pinned<int> g = pool.pin<int>(a.ref());
+    pinned_write<int> w = pool.pin_write<int>(b.ref());
+    pp_ref_t refs[2] = {a.ref(), b.ref()};
+    pinned_many<> m = pool.pin_many(refs, 2);
+    int rg = 0, rw = 0, rm = 0;
+    on_a_thread_without_memory([&] {
+        rg = g.unpin();
+        rw = w.unpin();
+        rm = m.unpin();
+    });
+    CHECK_RC(rg, PP_ENOMEM);
+    CHECK_RC(rw, PP_ENOMEM);
+    CHECK_RC(rm, PP_ENOMEM);
+    CHECK(g && g.ref() == a.ref() && g.data() != nullptr);
+    CHECK(w && w.ref() == b.ref() && w.data() != nullptr);
+    CHECK(m && m.size() == 2 && m.ref(0) == a.ref() && m.ref(1) == b.ref());
+    CHECK(pins_of(pool, a.ref()) == 2 && pins_of(pool, b.ref()) == 2);
+    // The retry, on a thread that can register, drops them.
+    CHECK_RC(g.unpin(), 0);
+    CHECK_RC(w.unpin(), 0);
+    CHECK_RC(m.unpin(), 0);
+    CHECK(!g && !w && !m);
+    CHECK(pins_of(pool, a.ref()) == 0 && pins_of(pool, b.ref()) == 0);
+}
+
+TEST_CASE(an_owner_keeps_its_entry_when_a_release_fails_for_memory)
+{
+    pinpool::pool pool(test_options());
+    pinpool::owner a = put_ints(pool, 4);
+    pp_ref_t r = a.ref();
+    int rc = 0;
+    on_a_thread_without_memory([&] { rc = a.reset(); });
+    CHECK_RC(rc, PP_ENOMEM);
+    CHECK(a && a.ref() == r);
+    CHECK(info_of(pool.get(), r).owners == 1);
+    CHECK_RC(a.reset(), 0);
+    CHECK(!a);
+}
+
 int main(int argc, char **argv) { return harness::run(argc, argv); }

@@ -1680,9 +1680,9 @@ static void op_unpin_many(rd_t *r)
             }
         }
     }
-    int rc = pp_unpin_many(pool_null ? NULL : M.pool, refs_null ? NULL : refs, n);
+    int rc = pp_unpin_many(pool_null ? NULL : M.pool, refs_null ? NULL : refs, n, NULL);
     char call[96];
-    snprintf(call, sizeof call, "pp_unpin_many(n %zu%s)", n, refs_null ? ", refs NULL" : "");
+    snprintf(call, sizeof call, "pp_unpin_many(n %zu%s, NULL)", n, refs_null ? ", refs NULL" : "");
     check_rc(call, rc, allowed);
     if (rc != 0)
         return;
@@ -1832,7 +1832,7 @@ static void op_misc(rd_t *r)
         check_rc("pp_unpin(NULL)", pp_unpin(NULL, ref), A(EINVAL));
         check_rc("pp_pin_many(NULL)", pp_pin_many(NULL, &ref, 1, 0, NULL), A(EINVAL));
         check_rc("pp_pin_many(NULL, n 0)", pp_pin_many(NULL, NULL, 0, 0, NULL), A(EINVAL));
-        check_rc("pp_unpin_many(NULL)", pp_unpin_many(NULL, &ref, 1), A(EINVAL));
+        check_rc("pp_unpin_many(NULL, NULL)", pp_unpin_many(NULL, &ref, 1, NULL), A(EINVAL));
         check_rc("pp_prefetch(NULL)", pp_prefetch(NULL, ref), A(EINVAL));
         check_rc("pp_get(NULL)", pp_get(NULL, ref, &p), A(EINVAL));
         check_rc("pp_stat(NULL)", pp_stat(NULL, ref, &in), A(EINVAL));
@@ -1852,7 +1852,7 @@ static void op_misc(rd_t *r)
         pp_entry_info_t in;
         check_rc("pp_pin(stale, NOWAIT|WRITE)", pp_pin(M.pool, ref, 3, &p), A(ESTALE));
         check_rc("pp_pin_many(stale)", pp_pin_many(M.pool, &ref, 1, 0, NULL), A(ESTALE));
-        check_rc("pp_unpin_many(stale)", pp_unpin_many(M.pool, &ref, 1), A(ESTALE));
+        check_rc("pp_unpin_many(stale, NULL)", pp_unpin_many(M.pool, &ref, 1, NULL), A(ESTALE));
         check_rc("pp_get(stale)", pp_get(M.pool, ref, &p), A(ESTALE));
         bool io = false;          /* gone, maybe still in its last I/O (swap) */
         for (int k = 0; k < M.n && M.swap; k++)

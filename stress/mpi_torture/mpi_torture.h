@@ -18,6 +18,7 @@
 #define MAX_THREADS 16
 #define MAX_IDS     (1u << 20)   /* entries one rank may put in a run */
 #define MAX_OWNED   48           /* owners one worker holds at once */
+#define CHAN_ROOM   512          /* tokens waiting for one rank, in-process */
 #define ENT_MAGIC   0x746f727475726531ull
 #define BOX_MAGIC   0x746f72626f783031ull
 #define BOX_TYPE_ID 1u           /* the box type's id on every rank */
@@ -77,6 +78,9 @@ enum { TMSG_TOKEN = 1, TMSG_DONE = 2 };
 
 typedef struct chan chan_t;       /* world.c */
 int chan_send(chan_t *ch, int src, int dst, const tmsg_t *m);
+/* false: rank dst has CHAN_ROOM messages waiting (in-process only), so a
+ * sender holds back; its imports, a round trip each, must keep up. */
+bool chan_room(chan_t *ch, int dst);
 /* 1 and *m (and *src): a message for rank; 0: none now. */
 int chan_recv(chan_t *ch, int rank, tmsg_t *m, int *src);
 

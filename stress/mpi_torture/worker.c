@@ -153,14 +153,16 @@ static void op_send(worker_t *w, int i)
     if (R->size < 2)
         return;
     owned_t *o = &w->own[i];
+    int dst = (int)(rnd(w) % (uint64_t)(R->size - 1));
+    dst += dst >= R->rank;
+    if (!chan_room(R->ch, dst))
+        return;   /* dst's imports (a claim at the home each) are behind */
     pp_mpi_token_t t;
     int rc = pp_mpi_export(R->m, o->g, &t);
     if (rc != 0) {
         failf(R->rank, "export of id %llu: %s", (unsigned long long)o->id, pp_err_name(rc));
         return;
     }
-    int dst = (int)(rnd(w) % (uint64_t)(R->size - 1));
-    dst += dst >= R->rank;
     tmsg_t m = { TMSG_TOKEN, o->known, o->typed, 0, o->size, o->id, t };
     if (rnd(w) % 8 == 0) {
         /* a token that is never imported: dropped, its weight goes home */

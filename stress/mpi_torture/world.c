@@ -55,6 +55,17 @@ int chan_send(chan_t *ch, int src, int dst, const tmsg_t *m)
     return 0;
 }
 
+bool chan_room(chan_t *ch, int dst)
+{
+    if (ch->mpi)
+        return true;
+    struct box *b = &ch->box[dst];
+    pthread_mutex_lock(&b->mu);
+    bool room = b->n < CHAN_ROOM;
+    pthread_mutex_unlock(&b->mu);
+    return room;
+}
+
 int chan_recv(chan_t *ch, int rank, tmsg_t *m, int *src)
 {
     if (ch->mpi) {

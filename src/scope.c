@@ -182,7 +182,11 @@ int pp_scope_end(pp_scope_t *s)
         return rc;
     }
     /* A pin of the ledger was dropped behind the scope's back: one by one,
-     * each pin still listed is dropped once, as far as it is there. */
+     * each pin still listed is dropped once, as far as it is there.  If
+     * the batch's check refused it (done == 0), the first error is the
+     * first of those unpins, as pp_unpin gives it. */
+    if (done == 0)
+        rc = 0;
     pp_ref_t *r = pp__scope_refs(s);
     for (uint32_t i = 0; i < s->n_; i++) {
         int e = pp_unpin(s->pool_, r[i]);

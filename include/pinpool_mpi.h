@@ -238,7 +238,15 @@ PP_API int pp_mpi_pin_many(pp_mpi_t *m, const pp_gref_t *refs, size_t n, unsigne
  * the call is PP_ENOTPINNED and changes nothing: every writer keeps its
  * pin.  Errors: PP_EINVAL (data is not a pin of ref), PP_ENOTPINNED,
  * those of pp_unpin.  No MPI call; no lock, but a home write unpin takes
- * one to wake threads or requests waiting for what it publishes. */
+ * one to wake threads or requests waiting for what it publishes.
+ * A home read pin is one of the entry's pins in the local pool, as with
+ * pp_pin: it may be dropped on any thread, and a read unpin is checked
+ * as pp_unpin checks it, on the entry's one count.  That count also holds
+ * the pin of a copy being sent to another rank, so a read unpin by a
+ * caller that holds no read pin is PP_ENOTPINNED only when no pin is left;
+ * otherwise it drops someone else's, as an unbalanced pp_unpin would
+ * (the pool cannot tell pins apart), and the entry may then be swapped
+ * out or freed under that holder. */
 PP_API int pp_mpi_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
 /* Starts fetching a remote ref's copy of at least ref.version, without
  * waiting (a home ref: pp_prefetch).  The copy is installed when it

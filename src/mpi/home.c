@@ -174,6 +174,7 @@ static void release_writer(pp_mpi_t *m, pp__home_t *h, bool publish)
      * before the send that reads them), and orders the has_parked load
      * after it */
     atomic_fetch_sub(&h->rw, PP__RW_WRITER);
+    PP__MPI_TP(m, WRITER_GONE, h);
     if (publish && atomic_load(&h->local_waiters) != 0) {
         pthread_mutex_lock(&m->req_mu);
         pthread_cond_broadcast(&m->pub_cv);
@@ -353,6 +354,7 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
                 reply_status(m, src, id, PP_ENOMEM);
                 return 1;
             }
+            PP__MPI_TP(m, PARKED, h);
             return 0;
         }
         /* acquire: pairs with the release of the last write unpin */

@@ -83,7 +83,8 @@ struct pp__req;
  * code of its own on the thread that reaches them, to hold that thread
  * there and drive an interleaving deterministically.  m->tp, when set,
  * is called as tp(m, where, arg, m->tp_ctx).  Off, a point costs one
- * relaxed load and a branch; none sits on a hit or an unpin. */
+ * relaxed load and a branch; none sits on a hit or a read unpin (one on
+ * a home write unpin, beside its read-modify-writes). */
 enum pp__mpi_tp {
     PP__MPI_TP_MISS,       /* remote.c: a pin's lock-free look found no
                               copy, before it takes req_mu (arg: NULL) */
@@ -94,6 +95,11 @@ enum pp__mpi_tp {
                               home and is about to keep part of it (arg:
                               bool *, which the hook sets to make that
                               allocation fail) */
+    PP__MPI_TP_WRITER_GONE, /* home.c: a writer's place was given back,
+                              before the parked requests are told (arg:
+                              the record) */
+    PP__MPI_TP_PARKED,     /* home.c: the progress thread parked a request
+                              on a record (arg: the record) */
 };
 typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
 /* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and

@@ -11,7 +11,9 @@
  * parked behind it be answered; only the thread that took a write pin
  * drops it; a thread waiting for a version is woken when the entry dies;
  * a record's publish command is queued at most once across its deaths
- * and reuses, and the commands behind it all run.
+ * and reuses, and the commands behind it all run, even when a late write
+ * release of a dead life queued it just before the record's next life
+ * publishes (the layer's test points hold both threads where they meet).
  */
 #include "world.h"
 
@@ -545,5 +547,186 @@ Test(home, publish_queued_through_a_records_death_and_reuse_loses_no_command)
     assert_rc(pp_mpi_release(W.m[0], b), 0);
     cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 3) == 1), TEST_WAIT_MS),
               "the new entry's death was lost");
+    gated_down(&W, gt);
+}
+
+/* A late write release (a writer of an entry that has since died) queues
+ * the record's publish command after the record went back to the free
+ * list: the progress thread has not taken it yet when the record is
+ * reused and a request parks on its new life.  The new life's write
+ * unpin must not queue the same command a second time: pushed while it is
+ * still queued, the command would point at itself (or cut the commands
+ * queued behind it).  Driven step by step: the layer's test points hold
+ * the late writer just after it gave its place back (WRITER_GONE) and the
+ * progress thread just after it parked the new request (PARKED); a gated
+ * serve holds the progress thread between the late command and the
+ * parking, so that both happen between two of its takes of the queue. */
+typedef struct late {
+    atomic_int mode;            /* 0: pass; 1: hold the writer; 2: hold at the park */
+    test_sig_t held, go;        /* the writer */
+    test_sig_t parked, resume;  /* the progress thread */
+    pp__home_t *rec;
+} late_t;
+
+static void late_tp(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx)
+{
+    (void)m;
+    late_t *l = ctx;
+    if (where == PP__MPI_TP_WRITER_GONE && arg == l->rec && atomic_load(&l->mode) == 1) {
+        atomic_store(&l->mode, 0);
+        sig_set(&l->held, 1);
+        (void)sig_wait(&l->go, 1);
+    } else if (where == PP__MPI_TP_PARKED && arg == l->rec && atomic_load(&l->mode) == 2) {
+        atomic_store(&l->mode, 0);
+        sig_set(&l->parked, 1);
+        (void)sig_wait(&l->resume, 1);
+    }
+}
+
+typedef struct late_writer {
+    pp_mpi_t *m;
+    pp_gref_t g;
+    int pin_rc, unpin_rc;
+} late_writer_t;
+
+static void *late_writer_main(void *arg)
+{
+    late_writer_t *w = arg;
+    void *d;
+    w->pin_rc = pp_mpi_pin(w->m, w->g, PP_PIN_WRITE, &d, NULL);
+    if (w->pin_rc == 0)
+        w->unpin_rc = pp_mpi_unpin(w->m, w->g, PP_PIN_WRITE, d);
+    return NULL;
+}
+
+/* Whether the progress thread's command queue of m ends, walked from its
+ * head: a command queued twice makes it loop. */
+static bool commands_end(pp_mpi_t *m, size_t *n)
+{
+    pthread_mutex_lock(&m->cmd_mu);
+    const pp__cmd_t *c = m->cmd_head;
+    size_t k = 0;
+    while (c != NULL && k <= 1000) {
+        c = c->next;
+        k++;
+    }
+    pthread_mutex_unlock(&m->cmd_mu);
+    *n = k;
+    return c == NULL;
+}
+
+Test(home, late_publish_of_a_dead_life_is_never_queued_twice_by_the_next_life)
+{
+    world_t W;
+    gated_t gt[2];
+    world_up(&W, 2, 37, 0, 0);   /* no delays: a message sent is due at the next poll */
+    for (int r = 0; r < 2; r++) {
+        gated_init(&gt[r]);
+        assert_rc(pp_mpi_type_register(W.m[r], TID, &gt[r].vt.type), 0);
+    }
+    late_t l = { .rec = NULL };
+    sig_init(&l.held);
+    sig_init(&l.go);
+    sig_init(&l.parked);
+    sig_init(&l.resume);
+
+    /* b, served later under the gate, is put first: a's record must be
+     * the one on the free list when n is put. */
+    vec_t *v = vec_new(100, 3);
+    pp_gref_t b;
+    assert_rc(pp_mpi_put(W.m[0], v, vec_size(100), &gt[0].vt.type, 0, &b), 0);
+    /* a's first life: a remote pin of version 2 parks on its record. */
+    pp_gref_t a = put_on(&W, 0, 1, 4096);
+    pp__home_t *h = record_of(&W, a);
+    l.rec = h;
+    world_tp(W.m[0], late_tp, &l);
+    pinner_t pa;
+    pthread_t tha;
+    pin_version_start(&pa, &tha, W.m[1], a, 2);
+    cr_assert(WAIT_UNTIL(atomic_load(&h->has_parked), TEST_WAIT_MS));
+    /* A writer publishes version 2 and stops once it has given its place
+     * back, before it tells the parked request. */
+    atomic_store(&l.mode, 1);
+    late_writer_t lw = { .m = W.m[0], .g = a, .pin_rc = -99, .unpin_rc = -99 };
+    pthread_t thw;
+    cr_assert_eq(pthread_create(&thw, NULL, late_writer_main, &lw), 0);
+    cr_assert(sig_wait(&l.held, 1), "the writer never gave its place back");
+    /* a dies: the parked request is answered (version 2 or PP_ESTALE) and
+     * the record goes back to the free list. */
+    assert_rc(pp_mpi_release(W.m[0], a), 0);
+    cr_assert(WAIT_UNTIL(pin_done(&pa), TEST_WAIT_MS), "the parked request was never answered");
+    pthread_join(tha, NULL);
+    int rc = atomic_load(&pa.rc);
+    cr_assert(rc == 0 || rc == PP_ESTALE, "the pin of a's version 2: %s", pp_err_name(rc));
+    if (rc == 0)
+        assert_rc(pp_mpi_unpin(W.m[1], a, 0, pa.d), 0);
+    cr_assert(WAIT_UNTIL(({
+                             pthread_mutex_lock(&W.m[0]->home_mu);
+                             bool free_ = W.m[0]->home_free == h;
+                             pthread_mutex_unlock(&W.m[0]->home_mu);
+                             free_;
+                         }),
+                         TEST_WAIT_MS),
+              "a's record was never recycled");
+
+    /* The progress thread is held inside a serve (after its last take of
+     * the command queue).  The late writer goes on: the flag it sees is
+     * a's, and it queues the record's publish command. */
+    pinner_t pb;
+    pthread_t thb;
+    atomic_store(&gt[0].closed, true);
+    pin_start(&pb, &thb, W.m[1], b, 0);
+    cr_assert(sig_wait(&gt[0].entered, 1), "the serve never reached its save");
+    sig_set(&l.go, 1);
+    pthread_join(thw, NULL);
+    assert_rc(lw.pin_rc, 0);
+    assert_rc(lw.unpin_rc, 0);
+    cr_assert(atomic_load(&h->publish_queued), "the late writer queued no publish command");
+
+    /* The record's next life: n reuses it, and a remote pin of n's
+     * version 2 is in rank 0's mailbox before the serve ends, so the
+     * progress thread parks it before it takes the queue again. */
+    pp_gref_t n = put_on(&W, 0, 3, 4096);
+    cr_assert_eq(record_of(&W, n), h, "the next put reuses a's record");
+    atomic_store(&l.mode, 2);
+    pinner_t pn;
+    pthread_t thn;
+    pin_version_start(&pn, &thn, W.m[1], n, 2);
+    cr_assert(WAIT_UNTIL(pp__inproc_in_flight(W.w) >= 1, TEST_WAIT_MS),
+              "the request for n never left rank 1");
+    atomic_store(&gt[0].closed, false);
+    sig_set(&gt[0].open, 1);
+    cr_assert(sig_wait(&l.parked, 1), "the request for n never parked");
+    /* The progress thread is held just after parking it: n's write unpin
+     * finds a request parked, and the command still queued. */
+    void *d;
+    assert_rc(pp_mpi_pin(W.m[0], n, PP_PIN_WRITE, &d, NULL), 0);
+    memset((char *)d + 64, 0x44, 64);   /* past the counting type's header */
+    assert_rc(pp_mpi_unpin(W.m[0], n, PP_PIN_WRITE, d), 0);
+    size_t k;
+    cr_assert(commands_end(W.m[0], &k),
+              "the record's publish command was queued a second time while still queued: "
+              "the command queue loops (%zu commands walked)", k);
+    sig_set(&l.resume, 1);
+
+    /* Every command runs: n's parked request gets version 2, with its bytes. */
+    pthread_join(thn, NULL);
+    assert_rc(atomic_load(&pn.rc), 0);
+    cr_assert_eq(pn.got, 2u);
+    cr_assert_eq(((unsigned char *)pn.d)[127], 0x44);
+    assert_rc(pp_mpi_unpin(W.m[1], n, 0, pn.d), 0);
+    pthread_join(thb, NULL);
+    assert_rc(atomic_load(&pb.rc), 0);
+    cr_assert(vec_check(pb.d, 100, 3), "the held serve's copy holds the vector");
+    assert_rc(pp_mpi_unpin(W.m[1], b, 0, pb.d), 0);
+    world_tp(W.m[0], NULL, NULL);
+    assert_rc(pp_mpi_release(W.m[0], n), 0);
+    assert_rc(pp_mpi_release(W.m[0], b), 0);
+    cr_assert(WAIT_UNTIL((test_drain(W.pool[0]), ct_frees(W.ct[0], 3) == 1), TEST_WAIT_MS),
+              "n was never freed");
+    sig_destroy(&l.held);
+    sig_destroy(&l.go);
+    sig_destroy(&l.parked);
+    sig_destroy(&l.resume);
     gated_down(&W, gt);
 }

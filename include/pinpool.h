@@ -85,6 +85,9 @@
  *  short write) leaves the entry resident and counts an I/O error; a read
  *  that fails returns PP_EIO and keeps the swap copy for a retry; a copy
  *  whose checksum does not match is PP_ECORRUPT (never returned as data).
+ *  Each is counted in the node's stats (io_errors, checksum_failures) and
+ *  reported through the report hook the 1st, 2nd, 4th, 8th... time on a
+ *  node, with the count, so a copy pinned again and again cannot flood it.
  *  Swap files live in a private directory made with mkdtemp under
  *  swap_dir (mode 0700; files 0600, created O_EXCL), removed by
  *  pp_pool_destroy().

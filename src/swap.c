@@ -816,11 +816,17 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
     return rc;
 }
 
+/* Counts a copy that failed its check, and reports it as pp__io_error
+ * reports I/O errors: the 1st, 2nd, 4th, 8th... of the node, so that a
+ * copy pinned again and again (a remote rank's pins of it, say) cannot
+ * flood the report hook; the count is in the line and in the stats. */
 static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const char *why)
 {
-    pp__atomic_add_relaxed(&node->sw.csum_fail, 1);
-    pp__report(pool, "pinpool: swap: the copy of node %u slot %u %s; not loaded",
-               node->index, pp__cold(e)->slot, why);
+    uint64_t k = pp__atomic_add_relaxed(&node->sw.csum_fail, 1) + 1;
+    if ((k & (k - 1)) == 0)
+        pp__report(pool, "pinpool: swap: the copy of node %u slot %u %s; not loaded "
+                   "(checksum failure %llu on this node; copy kept)",
+                   node->index, pp__cold(e)->slot, why, (unsigned long long)k);
     return PP_ECORRUPT;
 }
 

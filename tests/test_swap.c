@@ -915,6 +915,31 @@ Test(SW_SUITE, corrupt_copy_never_reaches_load, .timeout = 60)
     free(bt);
 }
 
+/* Pins of a corrupt copy, again and again (a remote rank's pins can do
+ * that): each is PP_ECORRUPT and counted, but reported only the 1st, 2nd,
+ * 4th, 8th... time on the node, with the count in the line. */
+Test(SW_SUITE, corrupt_copy_pinned_again_and_again_is_reported_at_powers_of_two,
+     .timeout = 60)
+{
+    sw_t s;
+    sw_open(&s, 1 * MiB, 0, 0, false);
+    pp_ref_t ref = put_flat(s.pool, 70000, NULL, &RANDOM, seed_of(0, 0), 0);
+    assert_rc(sw_squeeze(&s, 0), 0);
+    flip_byte(&s, ref, 4321);
+    size_t before = report_cap_count(&s.rep);
+    for (int k = 0; k < 20; k++)
+        assert_rc(pp_pin(s.pool, ref, 0, NULL), PP_ECORRUPT);
+    cr_assert_eq(STAT_TOTAL(s.pool, checksum_failures), 20);
+    size_t lines = report_cap_count(&s.rep) - before;
+    cr_assert_eq(lines, 5, "20 failures reported %zu times (1, 2, 4, 8, 16: 5)", lines);
+    cr_assert(report_has(&s.rep, before, "checksum failure 16 on this node", NULL, NULL),
+              "%s", report_dump(&s.rep));
+    flip_byte(&s, ref, 4321);
+    pin_check(s.pool, ref, 70000, &RANDOM, seed_of(0, 0));
+    release_all(s.pool, &ref, 1);
+    sw_close(&s);
+}
+
 static unsigned state_of(pp_pool_t *pool, pp_ref_t ref)
 {
     pp_entry_info_t info;

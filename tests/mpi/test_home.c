@@ -123,6 +123,16 @@ static pp__home_t *record_of(world_t *W, pp_gref_t g)
     return h;
 }
 
+/* Whether h is the next record rank r's layer will hand out (it died
+ * and was recycled). */
+static bool record_is_next_free(world_t *W, int r, const pp__home_t *h)
+{
+    pthread_mutex_lock(&W->m[r]->home_mu);
+    bool next = W->m[r]->home_free == h;
+    pthread_mutex_unlock(&W->m[r]->home_mu);
+    return next;
+}
+
 /* Whether the home's published version of g is at least v: a home pin of
  * version v with PP_PIN_NOWAIT, dropped at once. */
 static bool published(world_t *W, pp_gref_t g, uint32_t v, uint32_t *got)
@@ -523,13 +533,7 @@ Test(home, publish_queued_through_a_records_death_and_reuse_loses_no_command)
     cr_assert(WAIT_UNTIL((test_drain(W.pool[1]), ct_frees(W.ct[1], 2) == 1), TEST_WAIT_MS),
               "e's weight return was lost");
     /* the record is reused, and queues its publish again */
-    cr_assert(WAIT_UNTIL(({
-                             pthread_mutex_lock(&W.m[0]->home_mu);
-                             bool free_ = W.m[0]->home_free == h;
-                             pthread_mutex_unlock(&W.m[0]->home_mu);
-                             free_;
-                         }),
-                         TEST_WAIT_MS),
+    cr_assert(WAIT_UNTIL(record_is_next_free(&W, 0, h), TEST_WAIT_MS),
               "a's record was never recycled");
     pp_gref_t n = put_on(&W, 0, 3, 4096);
     cr_assert_eq(record_of(&W, n), h, "the next put reuses a's record");
@@ -660,13 +664,7 @@ Test(home, late_publish_of_a_dead_life_is_never_queued_twice_by_the_next_life)
     cr_assert(rc == 0 || rc == PP_ESTALE, "the pin of a's version 2: %s", pp_err_name(rc));
     if (rc == 0)
         assert_rc(pp_mpi_unpin(W.m[1], a, 0, pa.d), 0);
-    cr_assert(WAIT_UNTIL(({
-                             pthread_mutex_lock(&W.m[0]->home_mu);
-                             bool free_ = W.m[0]->home_free == h;
-                             pthread_mutex_unlock(&W.m[0]->home_mu);
-                             free_;
-                         }),
-                         TEST_WAIT_MS),
+    cr_assert(WAIT_UNTIL(record_is_next_free(&W, 0, h), TEST_WAIT_MS),
               "a's record was never recycled");
 
     /* The progress thread is held inside a serve (after its last take of

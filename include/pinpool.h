@@ -63,7 +63,8 @@
  *  A pin always wins: a pin that races with an eviction succeeds at once
  *  and the eviction is abandoned (a PP_PIN_WRITE pin, or a pp_get, that
  *  arrives while the bytes are being written waits until the swap thread
- *  has stopped reading them: within one 256 KiB chunk for flat entries; a
+ *  has stopped reading them: within one 256 KiB chunk for flat entries, one
+ *  1 MiB request under the io_uring engine or with direct I/O; a
  *  type's save sees PP_EAGAIN from pp_write and should return).  A pinned
  *  entry is never written out, freed or moved.  pp_pin() of a swapped entry loads it on the calling thread
  *  (other pinners of that entry wait for that load); a load that needs room
@@ -92,6 +93,40 @@
  *  swap_dir (mode 0700; files 0600, created O_EXCL), removed by
  *  pp_pool_destroy().
  *
+ *  I/O engines (pp_options_t.io_engine, io_depth).  Where the kernel
+ *  allows io_uring (PP_IO_ENGINE_AUTO, the default, and
+ *  PP_IO_ENGINE_URING), each node's swap thread keeps many requests in
+ *  flight on its own ring: a pass of the hand claims its victims one
+ *  after another and hands their write-outs to the kernel together, up to
+ *  three quarters of io_depth requests (so queued loads always find one
+ *  free), and frees each victim's memory as its own write-out ends.  A
+ *  victim is written in requests of 1 MiB, one at a time, so a
+ *  PP_PIN_WRITE pin or a pp_get that meets a write-out still waits for at
+ *  most one request, and a pin of any kind that arrives during it makes
+ *  the eviction give up, as without the engine.  Queued loads (pp_prefetch,
+ *  PP_ADVISE_WILLNEED, PP_PIN_NOWAIT) run on the swap thread many at a
+ *  time, each read in 1 MiB requests all in flight at once, its checksum
+ *  checked when the last one ends; the bytes of queued loads in flight
+ *  are bounded by a sixteenth of mem_limit (at least one entry), so
+ *  prefetching never pushes out what is in use faster than the device
+ *  brings it back, and those beyond the bound wait in the order they were
+ *  queued.  A pin waits for a queued load of its entry wherever that load
+ *  is.  A pin of a swapped entry that no load holds still loads it on the
+ *  pinning thread, blocking (it waits for its own bytes only, never
+ *  behind a queue).  Failures are those of the thread engine: a failed or
+ *  short write leaves the entry resident (short counts are carried on), a
+ *  failed read or a bad checksum keeps the copy, each counted and
+ *  reported.  PP_IO_ENGINE_THREADS (or, with PP_IO_ENGINE_AUTO, the
+ *  environment variable PINPOOL_IO_ENGINE=threads; =uring, =auto; any
+ *  other value: PP_EINVAL) keeps the blocking engine: one request at a
+ *  time per swap thread.  Where io_uring cannot be used (a seccomp filter,
+ *  kernel.io_uring_disabled, a kernel before 5.6), PP_IO_ENGINE_AUTO runs
+ *  the thread engine and pp_pool_stats says why (io_engine_why);
+ *  PP_IO_ENGINE_URING makes pp_pool_create fail with PP_ENOTSUP and says
+ *  why through the report hook.  The stats count each node's requests,
+ *  the calls that handed them to the kernel, and the most in flight at
+ *  once (io_requests, io_submits, io_inflight_peak, io_load_bytes_peak).
+ *
  *  Direct I/O (PP_SWAP_DIRECT).  The swap files are opened with O_DIRECT,
  *  so swapped bytes do not also sit in the page cache: the memory that
  *  swapping costs the machine is mem_limit, not mem_limit plus the cache of
@@ -110,10 +145,10 @@
  *  (copied and hashed there; freed when the pool is destroyed).  Writes
  *  and reads go in 1 MiB requests, so a PP_PIN_WRITE pin or a pp_get that
  *  meets a write-out waits for at most one such request.  Nothing else
- *  changes: I/O still runs on the swap threads and on the pinning threads
- *  that load (blocking as described above), short writes and reads are
- *  carried on from the block they stopped in, and the errors are those
- *  above.  If the file system refuses O_DIRECT (open fails with EINVAL, as
+ *  changes: I/O still runs on the swap threads (through either engine) and
+ *  on the pinning threads that load (blocking as described above), short
+ *  writes and reads are carried on from the block they stopped in, and the
+ *  errors are those above.  If the file system refuses O_DIRECT (open fails with EINVAL, as
  *  on tmpfs before Linux 6.6) or needs more than 4096-byte alignment,
  *  pp_pool_create returns PP_ENOTSUP and says why through the report hook
  *  -- it does not quietly fall back to the page cache, because a pool
@@ -464,9 +499,27 @@ typedef struct pp_options {
      * reclaimer (see "Overload"); 0: PP_RECLAIM_BACKLOG_DEFAULT;
      * PP_RECLAIM_BACKLOG_NONE: no bound (puts never wait for it). */
     size_t reclaim_backlog;
+    /* How the swap threads move bytes (see "I/O engines" under "Swap"):
+     * PP_IO_ENGINE_AUTO (0) takes io_uring where the kernel allows it and
+     * the blocking thread engine otherwise; PP_IO_ENGINE_URING fails
+     * pp_pool_create with PP_ENOTSUP where io_uring cannot be used;
+     * PP_IO_ENGINE_THREADS always takes the blocking engine.  Ignored
+     * without swap_dir.  pp_pool_stats says which engine runs, and why. */
+    unsigned io_engine;
+    /* I/O requests in flight per node (io_uring engine): write-outs (at
+     * most three quarters of it) and queued loads together; 0:
+     * PP_IO_DEPTH_DEFAULT; above PP_IO_DEPTH_MAX: PP_EINVAL.  Each node's
+     * ring is made at pp_pool_create with this many entries. */
+    unsigned io_depth;
 } pp_options_t;
 
-#define PP_OPTIONS_INIT { 0, NULL, 0, NULL, 0u, NULL, NULL, 0 }
+#define PP_OPTIONS_INIT { 0, NULL, 0, NULL, 0u, NULL, NULL, 0, 0u, 0u }
+
+#define PP_IO_ENGINE_AUTO    0u   /* io_uring if it works here, else threads */
+#define PP_IO_ENGINE_URING   1u   /* io_uring, or PP_ENOTSUP */
+#define PP_IO_ENGINE_THREADS 2u   /* blocking reads and writes on pool threads */
+#define PP_IO_DEPTH_DEFAULT  32u
+#define PP_IO_DEPTH_MAX      4096u
 
 #define PP_RECLAIM_BACKLOG_DEFAULT ((size_t)16 << 20)  /* 16 MiB per node */
 #define PP_RECLAIM_BACKLOG_NONE    SIZE_MAX
@@ -504,12 +557,15 @@ typedef struct pp_options {
  * it).  opt may be NULL for the defaults.
  * With swap_dir, also makes the private swap directory and one swap file
  * per node, and starts one swap thread per node.
- * Errors: PP_EINVAL (NULL out, unknown flags, swap_dir without mem_limit),
+ * Errors: PP_EINVAL (NULL out, unknown flags, swap_dir without mem_limit;
+ * see below),
  * PP_ETOPOLOGY (topology string or file not loadable), PP_ENOTSUP (more
  * than PP_MAX_NODES nodes; or PP_SWAP_DIRECT on a file system that refuses
- * O_DIRECT or needs more than 4096-byte alignment, reported through the
- * report hook), PP_EIO (swap directory or files could not be made),
- * PP_ENOMEM.  Blocking. */
+ * O_DIRECT or needs more than 4096-byte alignment, or PP_IO_ENGINE_URING
+ * where io_uring cannot be used, each reported through the report hook),
+ * PP_EINVAL also for an unknown io_engine, io_depth above PP_IO_DEPTH_MAX,
+ * or a PINPOOL_IO_ENGINE other than uring, threads or auto; PP_EIO (swap
+ * directory or files could not be made), PP_ENOMEM.  Blocking. */
 PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
 
 /* Destroys a pool.  If any entry is still pinned, reports each pinned entry
@@ -963,6 +1019,18 @@ typedef struct pp_node_stats {
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets
                                          per power of two: the bucket's upper
                                          bound, capped at lag_max_ns */
+    /* The I/O engine (see "I/O engines"; the thread engine counts its
+     * swap threads' and loaders' requests too, one per call, and none in
+     * flight): */
+    uint64_t io_requests;        /* reads and writes handed to the device
+                                    (a short count carried on: one more) */
+    uint64_t io_submits;         /* calls that handed them over (io_uring:
+                                    fewer than io_requests when batched) */
+    uint64_t io_inflight;        /* requests queued or in flight now */
+    uint64_t io_inflight_peak;   /* the most at once so far */
+    uint64_t io_load_bytes;      /* bytes of queued loads (prefetch,
+                                    WILLNEED, NOWAIT) in flight now */
+    uint64_t io_load_bytes_peak; /* the most at once so far */
     int reclaimer_tid;           /* OS thread id of the node's reclaimer */
     int cpu_bound;               /* reclaimer bound to one CPU of the node */
     int mem_bound;               /* table memory bound to the node */
@@ -987,6 +1055,12 @@ typedef struct pp_stats {
     uint64_t backlog_mark;       /* where puts start to wait: a quarter of it,
                                     rounded up */
     int swap;                    /* swap enabled */
+    /* The I/O engine that runs (PP_IO_ENGINE_URING or _THREADS; 0 without
+     * swap), its depth, and why it was chosen ("io_uring", "asked for",
+     * or why io_uring could not be used). */
+    unsigned io_engine;
+    unsigned io_depth;
+    char io_engine_why[96];
     pp_node_stats_t total;       /* sums (tid/bound fields: 0; peaks and
                                     maxima: the largest node's) */
     pp_node_stats_t node[PP_MAX_NODES];

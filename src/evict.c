@@ -193,6 +193,17 @@ static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e
     return size;
 }
 
+/* The io_uring engine: waits until every write-out in flight ended;
+ * returns the bytes they freed (async false: none in flight, 0). */
+static uint64_t pp__evict_drain(pp_pool_t *pool, pp__node_t *node, bool async)
+{
+    if (!async)
+        return 0;
+    while (pp__xfer_writes(node) > 0)
+        pp__xfer_reap(pool, node, true);
+    return pp__xfer_freed(node);
+}
+
 /* Tries to evict e; returns the bytes freed (or dropped: on their way
  * out).  *spared counts a candidate passed over for its recency bit or its
  * WILLNEED advice; with ignore_ref it is taken anyway, and so is one
@@ -203,6 +214,10 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
 {
     const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
+    /* The io_uring engine takes one more write-out only when it has room
+     * for it: made before the claim, so that no claim waits. */
+    while (pp__xfer_of(node, t) != NULL && pp__xfer_writes_full(node))
+        pp__xfer_reap(pool, node, true);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if ((pw & (want | bad)) == want) {
         unsigned advice = pp__advice_of(node, slot, pw);
@@ -256,7 +271,26 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
         return pp__evict_drop(pool, node, e, slot, claimed, t);
     if (write && (pw & PP__F_SWAPPED))
         pp__swap_drop(pool, node, e);    /* the stale copy */
+    if (write && pp__xfer_of(node, t) != NULL) {
+        /* The io_uring engine writes it out while the hand goes on; the
+         * write-out ends in pp__evict_end (xfer.c), its bytes counted by
+         * the pass when they are freed. */
+        int rc = pp__xfer_write(pool, node, e, slot, claimed);
+        if (rc == 0)
+            return 0;
+        return pp__evict_end(pool, node, e, slot, claimed, write, rc, t);
+    }
     int rc = write ? pp__swap_save(pool, node, e, claimed) : 0;
+    return pp__evict_end(pool, node, e, slot, claimed, write, rc, t);
+}
+
+/* The end of an eviction of e (claimed: the word its claim set; slot: the
+ * hand's), once its copy is written (rc 0), or was already (write false),
+ * or its write failed (rc): commits it swapped, freeing its memory, or
+ * gives the claim up with the entry resident.  Returns the bytes freed. */
+uint64_t pp__evict_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
+                       uint64_t claimed, bool write, int rc, pp__thread_t *t)
+{
     if (rc == 0) {
         void *data = e->data;
         pp__cold_t *c = pp__cold(e);
@@ -305,17 +339,27 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
 
 /* Whether the pool is above mark, counting the room loaders wait for and
  * not the bytes of DISCARD entries already dropped (or dead) and waiting
- * for their reclaimer: evicting for those would drop every cache entry
+ * for their reclaimer, nor those of victims being written out: evicting
+ * for those would drop every cache entry
  * before the first one is freed. */
 static bool pp__above(pp_pool_t *pool, uint64_t mark)
 {
     uint64_t want = pp__atomic_load_relaxed(&pool->room_want) +
                     pp__atomic_load_relaxed(&pool->room_hint);
-    uint64_t dying = pp__atomic_load_relaxed(&pool->discard_dying);
+    /* Victims being written out (the io_uring engine) are on their way
+     * out as these are. */
+    uint64_t dying = pp__atomic_load_relaxed(&pool->discard_dying) +
+                     pp__atomic_load_relaxed(&pool->evict_inflight);
     return pp__atomic_load_relaxed(&pool->resident) + want > mark + dying;
 }
 
 static bool pp__evict_needed(pp_pool_t *pool) { return pp__above(pool, pool->low_wm); }
+
+/* Whether t has write-outs in flight on node (the io_uring engine). */
+static bool pp__evict_writing(const pp__node_t *node, const pp__thread_t *t)
+{
+    return pp__xfer_of(node, t) != NULL && pp__xfer_writes(node) > 0;
+}
 
 /* Evicts entries advised PP_ADVISE_WONTNEED (advise.c), before the hand
  * turns: clean ones first (no write), then dirty ones, highest slot first;
@@ -328,8 +372,10 @@ static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force
     uint64_t freed = 0, spared = 0;
     for (int clean_only = 1; clean_only >= 0; clean_only--) {
         uint32_t slot = UINT32_MAX;
+        /* Forced: until one is freed, or (io_uring) on its way out. */
         while (pp__atomic_load_relaxed(&node->sw.advised) != 0 &&
-               (*force || pp__evict_needed(pool)) && pp__advised_next(node, &slot)) {
+               ((*force && !pp__evict_writing(node, t)) || pp__evict_needed(pool)) &&
+               pp__advised_next(node, &slot)) {
             /* acquire: pairs with the segment's release-install. */
             pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
             pp__entry_t *e = &seg[slot & (PP__SEG_SLOTS - 1)];
@@ -386,14 +432,31 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         freed = pp__evict_advised(pool, node, &force, t);
         hand_mark = pool->high_wm;
     }
+    /* The io_uring engine (xfer.c) writes victims out while the hand
+     * goes on: they are handed to the kernel together when the pass next
+     * waits, and their bytes counted here as they end.  The pass waits
+     * for one to end when the engine has all the write-outs it may have,
+     * or when those in flight would do (a write-out that loses its claim
+     * frees nothing, and the hand goes on); it waits for the rest before
+     * it decides whether to sweep again, and before it ends. */
+    bool async = pp__xfer_of(node, t) != NULL;
     for (;;) {
         if (i == sweeps) {
+            freed += pp__evict_drain(pool, node, async);
             if (freed != 0 || spared == 0 || ignore_ref)
                 break;
             ignore_ref = true;           /* the third sweep */
             sweeps += slots;
         }
-        if (!force && !pp__above(pool, hand_mark))
+        bool above = pp__above(pool, hand_mark);
+        if (async && pp__xfer_writes(node) > 0 && (pp__xfer_writes_full(node) || !above)) {
+            pp__xfer_reap(pool, node, true);
+            freed += pp__xfer_freed(node);
+            if (freed != 0)
+                force = false;
+            continue;
+        }
+        if (!force && !above)
             break;
         i++;
         /* A turn of the hand covers the slots there were when it began:
@@ -416,6 +479,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
             force = false;
         }
     }
+    freed += pp__evict_drain(pool, node, async);
     *stuck = freed == 0 && i == sweeps && (force || pp__above(pool, hand_mark));
     return freed;
 }
@@ -425,9 +489,25 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
 /* Swap threads                                                              */
 /* ------------------------------------------------------------------------ */
 
-static void pp__load_cancel(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+void pp__io_clear_loading(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
     pp__io_clear(pool, node, e, PP__F_LOADING, 0, node->sw.st);
+}
+
+/* The thread engine's queued loads: each in turn, blocking, as they come. */
+static bool pp__swap_loads(pp_pool_t *pool, pp__node_t *node, bool stop)
+{
+    ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->sw.load_q);
+    for (ck_stack_entry_t *s = batch; s != NULL;) {
+        ck_stack_entry_t *next = s->next;
+        pp__entry_t *e = pp__entry_of_link(s);
+        if (stop || (pp__atomic_load_relaxed(&e->pw) & PP__F_DEAD))
+            pp__io_clear_loading(pool, node, e);
+        else
+            (void)pp__load_only(pool, node->index, e, node, node->sw.st);
+        s = next;
+    }
+    return batch != NULL;
 }
 
 static void *pp__swap_main(void *arg)
@@ -440,18 +520,20 @@ static void *pp__swap_main(void *arg)
         uint32_t seen = ck_ec32_value(&node->sw.io_wake);
         /* acquire: pairs with destroy's release of io_stop. */
         bool stop = pp__atomic_load_acquire(&node->sw.io_stop) != 0;
-        ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->sw.load_q);
-        for (ck_stack_entry_t *s = batch; s != NULL;) {
-            ck_stack_entry_t *next = s->next;
-            pp__entry_t *e = pp__entry_of_link(s);
-            if (stop || (pp__atomic_load_relaxed(&e->pw) & PP__F_DEAD))
-                pp__load_cancel(pool, node, e);
-            else
-                (void)pp__load_only(pool, node->index, e, node, node->sw.st);
-            s = next;
+        bool loads;
+        if (node->sw.xf != NULL) {
+            if (stop) {
+                pp__xfer_stop(pool, node);   /* cancels what has not started */
+                break;
+            }
+            /* Starts queued loads, takes what has ended (xfer.c). */
+            loads = pp__xfer_loads(pool, node, false);
+            pp__xfer_reap(pool, node, false);
+        } else {
+            loads = pp__swap_loads(pool, node, stop);
+            if (stop)
+                break;
         }
-        if (stop)
-            break;
         uint64_t req = pp__atomic_load_relaxed(&pool->room_req);
         if (req != served || pp__atomic_load_relaxed(&pool->resident) > pool->high_wm) {
             bool stuck;
@@ -467,8 +549,15 @@ static void *pp__swap_main(void *arg)
             if (freed > 0 && pp__evict_needed(pool))
                 continue;
         }
-        if (batch != NULL)
+        if (loads)
             continue;
+        if (node->sw.xf != NULL && pp__xfer_busy(node)) {
+            /* Loads in flight, or held for their turn: the next
+             * completion, then round again to start those held (a load
+             * queued meanwhile is seen then too; no request takes long). */
+            pp__xfer_reap(pool, node, true);
+            continue;
+        }
         uint64_t written = pp__atomic_load_relaxed(&node->sw.sw_written);
         if (written == node->sw.synced) {
             ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, NULL);

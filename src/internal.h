@@ -256,6 +256,12 @@ int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evict
  * runs.  Never blocks.  0, PP_ESTALE, or PP_EAGAIN once destroy has
  * stopped the swap threads (a callback of its sweep). */
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref);
+/* Ends a load made elsewhere (the io_uring engine, xfer.c) that got rc: 0
+ * and mem, the entry's new data (its bytes reserved), commits it resident;
+ * else (the caller gave the reservation back) it stays swapped.  Then ends
+ * the I/O as pp__load_only does, and returns rc, or PP_ESTALE. */
+int pp__load_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, int rc, void *mem,
+                 pp__thread_t *t);
 
 /* advise.c -- eviction advice beside the table (swap pools). */
 /* The advice of the entry in slot whose word is pw (PP_ADVISE_NORMAL if
@@ -281,6 +287,14 @@ void pp__evict_stop(pp_pool_t *pool);
  * without swap the putter's that runs the hand (mem.c). */
 uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck,
                         pp__thread_t *t);
+/* The end of an eviction whose copy is written (rc 0), needs none (write
+ * false) or failed (rc): commits e swapped and frees its memory, or gives
+ * the claim up.  Returns the bytes freed. */
+uint64_t pp__evict_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
+                       uint64_t claimed, bool write, int rc, pp__thread_t *t);
+/* Ends a queued load that never started (its entry died, or the pool
+ * stops): clears LOADING, the entry left swapped. */
+void pp__io_clear_loading(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
 /* Whether the pool drops entries of this type and size when it needs room
  * (pinpool.h, PP_TYPE_DISCARD): a DISCARD type without PP_TYPE_NOSWAP, in a
  * pool with a limit, and bytes to free.  The same for an entry's whole
@@ -315,6 +329,40 @@ static inline void pp__dead_in_io_note(pp_pool_t *pool, unsigned n, bool defer, 
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
                 pp__thread_t *t);
 
+/* xfer.c -- the io_uring engine (one per node, run by its swap thread
+ * only; see xfer.c).  open picks the engine (opt->io_engine, and whether
+ * io_uring works here) and makes each node's ring: 0, PP_ENOMEM, or
+ * PP_ENOTSUP when PP_IO_ENGINE_URING was asked for and cannot be had.
+ * close frees what open made (the swap threads drained it). */
+typedef struct pp__xfer pp__xfer_t;
+int pp__xfer_open(pp_pool_t *pool, const pp_options_t *opt);
+void pp__xfer_close(pp_pool_t *pool);
+/* The engine t may use on node: the node's, if t is its swap thread. */
+static inline pp__xfer_t *pp__xfer_of(const pp__node_t *node, const pp__thread_t *t)
+{
+    return t == node->sw.st ? node->sw.xf : NULL;
+}
+/* Hands what is queued to the kernel and takes the requests that ended
+ * (with wait, at least one if any is in flight), carrying their jobs on. */
+void pp__xfer_reap(pp_pool_t *pool, pp__node_t *node, bool wait);
+/* The bytes write-outs freed since the last call. */
+uint64_t pp__xfer_freed(pp__node_t *node);
+/* Write-outs in flight; whether another may start (full: it may not). */
+unsigned pp__xfer_writes(const pp__node_t *node);
+bool pp__xfer_writes_full(const pp__node_t *node);
+/* Starts writing out e (claimed: the word the hand's claim set, on slot;
+ * pre: not full).  0: in flight, it ends in pp__evict_end; else an error
+ * with nothing started (the caller ends the eviction with it). */
+int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
+                   uint64_t claimed);
+/* Takes the node's queued loads and starts those the budget allows (with
+ * stop, cancels all not started); whether any were queued. */
+bool pp__xfer_loads(pp_pool_t *pool, pp__node_t *node, bool stop);
+/* Whether requests are in flight, or queued loads wait for their turn. */
+bool pp__xfer_busy(const pp__node_t *node);
+/* Cancels the loads not started and waits for every request in flight. */
+void pp__xfer_stop(pp_pool_t *pool, pp__node_t *node);
+
 /* swap.c -- the store.  Pre for save: the caller (node's swap thread) has
  * e claimed EVICTING with SWAPPED clear; claimed is the word it set. */
 int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, struct pp__swapdev *dev);
@@ -326,6 +374,62 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
 /* Reads e's copy into new memory (*data), checksum verified.  The caller
  * holds LOADING.  0, PP_EIO, PP_ECORRUPT, PP_ENOMEM; the copy is kept. */
 int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data);
+/* A write-out in parts (the io_uring engine, xfer.c; pp__swap_save does
+ * the same in one call): begin prepares the copy (a type's save, LZ4),
+ * hands out its space and starts its hash; next gives each request in
+ * turn (hashing its bytes; through bounce, PP__SWAP_CHUNK bytes, where
+ * direct I/O needs a copy), and end records the copy (rc 0) or gives its
+ * space back.  begin: 0, or an error with nothing held. */
+#define PP__SWAP_CHUNK ((size_t)1 << 20)
+typedef struct pp__wout {
+    pp__swaprec_t *rec;
+    const char *out;                     /* the bytes to store */
+    size_t outlen, raw;                  /* their length, before compression */
+    size_t done;                         /* of them, written (the caller's) */
+    uint64_t off, cap;                   /* their extent */
+    bool padded;                         /* out is the pool's, zeroed to cap */
+    char *cbuf;                          /* the compressed copy, owned */
+    void *wbuf;                          /* a type's saved stream, owned */
+    struct XXH3_state_s *xs;
+} pp__wout_t;
+int pp__swap_save_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
+                        pp__wout_t *w);
+/* The next request of w from w->done: its buffer and the length to ask
+ * (*buf, *iolen); returns the copy's bytes it covers, 0 once all are
+ * written, PP_ENOMEM if it needs bounce and there is none. */
+ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const char **buf,
+                           size_t *iolen);
+void pp__swap_save_end(pp_pool_t *pool, pp__node_t *node, pp__wout_t *w, int rc);
+/* A load in parts: begin makes the memory the copy is read into (l->dst,
+ * l->iolen bytes to ask for l->len of copy, at l->off), end checks the
+ * checksum (sum: the caller's hash of dst, or NULL to hash it now) and
+ * makes the entry's data (*data) from it, or frees what begin made.  The
+ * caller holds LOADING.  0, PP_EIO, PP_ECORRUPT, PP_ENOMEM. */
+typedef struct pp__lin {
+    const pp__swaprec_t *rec;
+    bool custom;                         /* a type's load makes the data */
+    void *mem;                           /* flat: the entry's new memory */
+    char *stored, *dst;                  /* a copy read whole; where it is read */
+    size_t len, iolen;
+    uint64_t off;
+} pp__lin_t;
+int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l);
+int pp__swap_load_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l, int rc,
+                      const uint64_t *sum, void **data);
+/* A request of iolen bytes of which need must come (a read: the copy's
+ * bytes; a write: all) made progress k and then got result r: the new
+ * progress (iolen: done; k: none, a failure), in direct mode from the
+ * block a short count stopped in. */
+size_t pp__swap_progress(const pp_pool_t *pool, size_t iolen, size_t need, size_t k, ssize_t r);
+/* Counts and reports (rate-limited) a failed request of n bytes at off. */
+void pp__swap_io_failed(pp_pool_t *pool, pp__node_t *node, bool write, size_t n, uint64_t off,
+                        ssize_t r);
+/* A blocking request was made (the thread engine's count of requests). */
+static inline void pp__io_count_sync(pp__node_t *node)
+{
+    pp__atomic_add_relaxed(&node->sw.io_requests, 1);
+    pp__atomic_add_relaxed(&node->sw.io_submits, 1);
+}
 /* The record of slot's swap copy, or NULL if none was ever made. */
 const pp__swaprec_t *pp__swap_rec_find(pp__node_t *node, uint32_t slot);
 /* Frees e's extent (its record must hold one). */

@@ -13,6 +13,9 @@
 
 enum pp__load_mode { PP__LOAD_PIN, PP__LOAD_ONLY };
 
+static int pp__load_commit(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
+                           unsigned flags, int rc, void *mem, pp__thread_t *t, void **data);
+
 /* Loads e (claimed LOADING by the caller) and commits.  PP__LOAD_PIN takes
  * a pin in the commit (and DIRTY with PP_PIN_WRITE); evictor is the node
  * whose swap thread runs the load (it may evict for it, never waits). */
@@ -37,16 +40,27 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
     void *mem = NULL;
     if (rc == 0) {
         rc = pp__swap_load(pool, node, e, &mem);
-        if (rc != 0) {
+        if (rc != 0)
             pp__mem_unreserve(pool, size);
-        } else {
-            e->data = mem;               /* nobody reads it while LOADING */
-            /* Counted before the commit: once it is made, the entry may be
-             * queued and its reclaimer subtract these. */
-            pp__atomic_add_relaxed(&node->put.resident_bytes, size);
-            pp__atomic_sub_relaxed(&node->sw.swapped_bytes, size);
-            pp__atomic_add_relaxed(&node->sw.loads, 1);
-        }
+    }
+    return pp__load_commit(pool, n, e, mode, flags, rc, mem, t, data);
+}
+
+/* Ends a load of e that got rc (0: mem holds its data, its bytes
+ * reserved): makes the entry resident, pinned in the same CAS for
+ * PP__LOAD_PIN, or leaves it swapped on failure; then ends the I/O. */
+static int pp__load_commit(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
+                           unsigned flags, int rc, void *mem, pp__thread_t *t, void **data)
+{
+    pp__node_t *node = pool->nodes[n];
+    if (rc == 0) {
+        size_t size = pp__cold(e)->size;
+        e->data = mem;                   /* nobody reads it while LOADING */
+        /* Counted before the commit: once it is made, the entry may be
+         * queued and its reclaimer subtract these. */
+        pp__atomic_add_relaxed(&node->put.resident_bytes, size);
+        pp__atomic_sub_relaxed(&node->sw.swapped_bytes, size);
+        pp__atomic_add_relaxed(&node->sw.loads, 1);
     }
     PP__YIELD(LOAD);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
@@ -76,6 +90,12 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
             *data = mem;
     }
     return rc;
+}
+
+int pp__load_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, int rc, void *mem,
+                 pp__thread_t *t)
+{
+    return pp__load_commit(pool, n, e, PP__LOAD_ONLY, 0, rc, mem, t, NULL);
 }
 
 /* Queues a load (pp__load_start); e is claimed LOADING. */

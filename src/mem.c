@@ -78,7 +78,7 @@ void pp__mem_unreserve(pp_pool_t *pool, size_t size)
 /* Evictions, drops and loads done so far, all nodes: passes that each
  * found nothing may have run at different moments, and between them loads
  * may have made entries resident that can go now. */
-static uint64_t pp__swap_progress(pp_pool_t *pool)
+static uint64_t pp__room_progress(pp_pool_t *pool)
 {
     uint64_t p = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
@@ -189,7 +189,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             /* Every node's pass found nothing.  Passes on different nodes
              * run at different moments: unless nothing was evicted or
              * loaded anywhere since the last such round, ask again. */
-            uint64_t now = pp__swap_progress(pool);
+            uint64_t now = pp__room_progress(pool);
             if (now != progress) {
                 progress = now;
                 continue;

@@ -77,7 +77,8 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
         opt = &defaults;
     bool swap = opt->swap_dir != NULL;
     if (out == NULL || (opt->flags & ~PP__POOL_FLAGS) != 0 || (swap && opt->mem_limit == 0) ||
-        (swap && dev == NULL) || (!swap && dev != NULL)) {
+        (swap && dev == NULL) || (!swap && dev != NULL) ||
+        opt->io_engine > PP_IO_ENGINE_THREADS || opt->io_depth > PP_IO_DEPTH_MAX) {
         if (dev != NULL)
             dev->close(dev);
         return PP_EINVAL;

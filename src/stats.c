@@ -6,6 +6,7 @@
  * node for what its reclaimer does.  pp_pool_stats adds them up under the
  * registry lock (so no record is added while it walks the list).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -137,6 +138,14 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     if (from->backlog_wait_max_ns > to->backlog_wait_max_ns)
         to->backlog_wait_max_ns = from->backlog_wait_max_ns;
     to->backlog_refused += from->backlog_refused;
+    to->io_requests += from->io_requests;
+    to->io_submits += from->io_submits;
+    to->io_inflight += from->io_inflight;
+    if (from->io_inflight_peak > to->io_inflight_peak)
+        to->io_inflight_peak = from->io_inflight_peak;
+    to->io_load_bytes += from->io_load_bytes;
+    if (from->io_load_bytes_peak > to->io_load_bytes_peak)
+        to->io_load_bytes_peak = from->io_load_bytes_peak;
     to->lag_count += from->lag_count;
     to->lag_total_ns += from->lag_total_ns;
     if (from->lag_max_ns > to->lag_max_ns)
@@ -153,6 +162,11 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     out->mem_limit = pool->mem_limit;
     out->swap_limit = pool->swap_limit;
     out->swap = pool->swap;
+    if (pool->swap) {
+        out->io_engine = pool->io_engine;
+        out->io_depth = pool->io_engine == PP_IO_ENGINE_URING ? pool->io_depth : 1;
+        snprintf(out->io_engine_why, sizeof out->io_engine_why, "%s", pool->io_why);
+    }
     out->resident_reserved = pp__atomic_load_relaxed(&pool->resident);
     out->resident_peak = pp__atomic_load_relaxed(&pool->resident_peak);
     out->room_waits = pp__atomic_load_relaxed(&pool->room_waits);
@@ -208,6 +222,12 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->swap_used_bytes = pp__atomic_load_relaxed(&node->sw.sw_used);
         s->checksum_failures = pp__atomic_load_relaxed(&node->sw.csum_fail);
         s->io_errors = pp__atomic_load_relaxed(&node->sw.io_errors);
+        s->io_requests = pp__atomic_load_relaxed(&node->sw.io_requests);
+        s->io_submits = pp__atomic_load_relaxed(&node->sw.io_submits);
+        s->io_inflight = pp__atomic_load_relaxed(&node->sw.io_inflight);
+        s->io_inflight_peak = pp__atomic_load_relaxed(&node->sw.io_inflight_peak);
+        s->io_load_bytes = pp__atomic_load_relaxed(&node->sw.io_load_bytes);
+        s->io_load_bytes_peak = pp__atomic_load_relaxed(&node->sw.io_load_bytes_peak);
         uint32_t slots = pp__atomic_load_relaxed(&node->put.next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;
         s->retired_slots = pp__atomic_load_relaxed(&node->rc.retired_slots);

@@ -58,7 +58,7 @@
  * with swapbench (docs/performance.md). */
 #define PP__WRITE_CHUNK  ((size_t)256 << 10)
 #define PP__READ_CHUNK   ((size_t)256 << 10)
-#define PP__DIRECT_CHUNK ((size_t)1 << 20)
+#define PP__DIRECT_CHUNK PP__SWAP_CHUNK   /* internal.h */
 
 /* ------------------------------------------------------------------------ */
 /* Records                                                                   */
@@ -220,7 +220,7 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
         if ((rc = pp__reader_start(pool, pool->nodes[n])) != 0)
             return rc;
     }
-    return 0;
+    return pp__xfer_open(pool, opt);     /* the I/O engine */
 }
 
 void pp__swap_close(pp_pool_t *pool)
@@ -238,6 +238,7 @@ void pp__swap_close(pp_pool_t *pool)
         node->sw.ext = NULL;
         pthread_mutex_destroy(&node->sw.space_lock);
     }
+    pp__xfer_close(pool);
     if (pool->dev != NULL)
         pool->dev->close(pool->dev);
     pool->dev = NULL;
@@ -354,15 +355,13 @@ static void pp__io_error(pp_pool_t *pool, pp__node_t *node, const char *what, si
 static int pp__write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, size_t n,
                          uint64_t off)
 {
-    size_t a = pp__align(pool), done = 0;
+    size_t done = 0;
     while (done < n) {
         ssize_t r = pool->dev->write(pool->dev, node->index, buf + done, n - done, off + done);
-        size_t next = r > 0 && (size_t)r <= n - done ? (done + (size_t)r) / a * a : done;
-        if (r > 0 && (size_t)r == n - done)
-            next = n;
+        pp__io_count_sync(node);
+        size_t next = pp__swap_progress(pool, n, n, done, r);
         if (next == done) {
-            pp__io_error(pool, node, "write", n - done, off + done, r < 0 ? r : 0,
-                         "no progress", "entry kept resident");
+            pp__swap_io_failed(pool, node, true, n - done, off + done, r);
             return PP_EIO;
         }
         done = next;
@@ -378,15 +377,13 @@ static int pp__write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, siz
 static int pp__read_all(pp_pool_t *pool, pp__node_t *node, char *buf, size_t n, size_t need,
                         uint64_t off)
 {
-    size_t a = pp__align(pool), got = 0;
+    size_t got = 0;
     while (got < need) {
         ssize_t r = pool->dev->read(pool->dev, node->index, buf + got, n - got, off + got);
-        size_t next = r > 0 && (size_t)r <= n - got ? (got + (size_t)r) / a * a : got;
-        if (r > 0 && (size_t)r <= n - got && got + (size_t)r >= need)
-            return 0;
+        pp__io_count_sync(node);
+        size_t next = pp__swap_progress(pool, n, need, got, r);
         if (next == got) {
-            pp__io_error(pool, node, "read", need - got, off + got, r < 0 ? r : 0,
-                         "copy shorter than written", "copy kept");
+            pp__swap_io_failed(pool, node, false, need - got, off + got, r);
             return PP_EIO;
         }
         got = next;
@@ -472,92 +469,175 @@ static int pp__write_copy(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uin
     return 0;
 }
 
-/* Writes src[0, len) as the entry's copy: compressed if asked and worth it,
- * hashed chunk by chunk, in chunks that check for a lost claim. */
-static int pp__store(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
-                     pp__swaprec_t *rec, const char *src, size_t len)
+/* Prepares the copy of src[0, len) into *w: compressed if asked and worth
+ * it, its space handed out, its hash started.  0, or PP_ENOMEM (space or
+ * memory) with nothing held. */
+static int pp__store_begin(pp_pool_t *pool, pp__node_t *node, const char *src, size_t len,
+                           pp__wout_t *w)
 {
-    char *cbuf = NULL;
-    const char *out = src;
-    size_t outlen = len;
+    w->out = src;
+    w->outlen = len;
+    w->raw = len;
+    w->padded = false;
     if (pool->compress && len >= 256 && len <= (size_t)LZ4_MAX_INPUT_SIZE) {
         int bound = LZ4_compressBound((int)len);
-        cbuf = pp__io_alloc(pool, (size_t)bound);
-        if (cbuf != NULL) {
-            int c = LZ4_compress_default(src, cbuf, (int)len, bound);
+        w->cbuf = pp__io_alloc(pool, (size_t)bound);
+        if (w->cbuf != NULL) {
+            int c = LZ4_compress_default(src, w->cbuf, (int)len, bound);
             if (c > 0 && (size_t)c <= len - len / 16) {
-                out = cbuf;
-                outlen = (size_t)c;
+                w->out = w->cbuf;
+                w->outlen = (size_t)c;
                 /* Direct: written whole, padding included (zeros, not
                  * whatever the allocation held). */
-                if (pp__align(pool) > 1)
-                    memset(cbuf + outlen, 0, pp__pages(outlen) - outlen);
+                if (pp__align(pool) > 1) {
+                    memset(w->cbuf + w->outlen, 0, pp__pages(w->outlen) - w->outlen);
+                    w->padded = true;
+                }
             }
         }
     }
-    uint64_t cap = pp__pages(outlen), off;
-    int rc = pp__space_alloc(pool, node, cap, &off);
-    if (rc != 0) {
-        free(cbuf);
+    w->cap = pp__pages(w->outlen);
+    int rc = pp__space_alloc(pool, node, w->cap, &w->off);
+    if (rc != 0)
         return rc;
-    }
-    XXH3_state_t *xs = XXH3_createState();
-    if (xs == NULL || XXH3_64bits_reset(xs) != XXH_OK) {
-        XXH3_freeState(xs);
-        free(cbuf);
-        pp__space_free(pool, node, off, cap);
+    w->xs = XXH3_createState();
+    if (w->xs == NULL || XXH3_64bits_reset(w->xs) != XXH_OK) {
+        pp__space_free(pool, node, w->off, w->cap);
         return PP_ENOMEM;
     }
-    if (out == cbuf && pp__align(pool) > 1) {
-        /* All of it at once: the compressed copy is aligned and padded. */
-        rc = pp__claim_lost(e, claimed) ? PP_EAGAIN : 0;
-        if (rc == 0) {
-            (void)XXH3_64bits_update(xs, out, outlen);
-            rc = pp__write_all(pool, node, out, (size_t)cap, off);
-        }
-    } else {
-        rc = pp__write_copy(pool, node, e, claimed, xs, out, outlen, off);
-    }
-    if (rc == 0) {
-        rec->off = off;
-        rec->cap = cap;
-        rec->len = outlen;
-        rec->raw = len;
-        rec->sum = XXH3_64bits_digest(xs);
-        pp__atomic_add_relaxed(&node->sw.sw_written, outlen);
-        pp__atomic_add_relaxed(&node->sw.sw_raw, len);
-    } else {
-        pp__space_free(pool, node, off, cap);
-    }
-    XXH3_freeState(xs);
-    free(cbuf);
-    return rc;
+    return 0;
 }
 
-int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed)
+int pp__swap_save_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
+                        pp__wout_t *w)
 {
     /* Pre (internal.h): claimed by this swap thread for a write -- EVICTING
      * with SWAPPED clear, the entry resident -- on its own node. */
     PP__ASSERT((claimed & (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING | PP__F_SWAPPED)) ==
                (PP__F_LIVE | PP__F_RESIDENT | PP__F_EVICTING));
+    memset(w, 0, sizeof *w);
     pp__cold_t *c = pp__cold(e);
     PP__ASSERT(pool->nodes[node->index] == node && c->slot < PP__MAX_SLOTS);
-    pp__swaprec_t *rec = pp__rec(node, c->slot, true);
-    if (rec == NULL)
+    w->rec = pp__rec(node, c->slot, true);
+    if (w->rec == NULL)
         return PP_ENOMEM;
     const pp_type_t *type = c->type;
-    if (type == NULL || type->save == NULL)
-        return pp__store(pool, node, e, claimed, rec, e->data, c->size);
-    struct pp_writer w = {.e = e, .claimed = claimed};
-    pp__callback_enter();
-    int rc = type->save(e->data, c->size, &w, type->ctx);
-    pp__callback_leave();
-    if (rc == 0 && w.err == 0)
-        rc = pp__store(pool, node, e, claimed, rec, w.buf, w.len);
-    else
-        rc = w.err != 0 ? w.err : PP_EIO;   /* save refused: a type error */
-    pp__free(w.buf);
+    int rc;
+    if (type == NULL || type->save == NULL) {
+        rc = pp__store_begin(pool, node, e->data, c->size, w);
+    } else {
+        struct pp_writer sw = {.e = e, .claimed = claimed};
+        pp__callback_enter();
+        rc = type->save(e->data, c->size, &sw, type->ctx);
+        pp__callback_leave();
+        w->wbuf = sw.buf;
+        if (rc == 0 && sw.err == 0)
+            rc = pp__store_begin(pool, node, sw.buf, sw.len, w);
+        else
+            rc = sw.err != 0 ? sw.err : PP_EIO;   /* save refused: a type error */
+    }
+    if (rc != 0) {
+        XXH3_freeState(w->xs);
+        free(w->cbuf);
+        pp__free(w->wbuf);
+        memset(w, 0, sizeof *w);
+    }
     return rc;
+}
+
+void pp__swap_save_end(pp_pool_t *pool, pp__node_t *node, pp__wout_t *w, int rc)
+{
+    if (rc == 0) {
+        w->rec->off = w->off;
+        w->rec->cap = w->cap;
+        w->rec->len = w->outlen;
+        w->rec->raw = w->raw;
+        w->rec->sum = XXH3_64bits_digest(w->xs);
+        pp__atomic_add_relaxed(&node->sw.sw_written, w->outlen);
+        pp__atomic_add_relaxed(&node->sw.sw_raw, w->raw);
+    } else {
+        pp__space_free(pool, node, w->off, w->cap);
+    }
+    XXH3_freeState(w->xs);
+    free(w->cbuf);
+    pp__free(w->wbuf);
+    memset(w, 0, sizeof *w);
+}
+
+int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed)
+{
+    pp__wout_t w;
+    int rc = pp__swap_save_begin(pool, node, e, claimed, &w);
+    if (rc != 0)
+        return rc;
+    if (w.padded) {
+        /* All of it at once: the compressed copy is aligned and padded. */
+        rc = pp__claim_lost(e, claimed) ? PP_EAGAIN : 0;
+        if (rc == 0) {
+            (void)XXH3_64bits_update(w.xs, w.out, w.outlen);
+            rc = pp__write_all(pool, node, w.out, (size_t)w.cap, w.off);
+        }
+    } else {
+        rc = pp__write_copy(pool, node, e, claimed, w.xs, w.out, w.outlen, w.off);
+    }
+    pp__swap_save_end(pool, node, &w, rc);
+    return rc;
+}
+
+ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const char **buf,
+                           size_t *iolen)
+{
+    size_t a = pp__align(pool);
+    if (w->done >= w->outlen)
+        return 0;
+    if (w->padded) {
+        /* The compressed copy: aligned and padded, all of it at once. */
+        (void)XXH3_64bits_update(w->xs, w->out, w->outlen);
+        *buf = w->out;
+        *iolen = (size_t)w->cap;
+        return (ssize_t)w->outlen;
+    }
+    const char *p = w->out + w->done;
+    size_t n = w->outlen - w->done > PP__DIRECT_CHUNK ? PP__DIRECT_CHUNK : w->outlen - w->done;
+    if (a == 1 || (pp__aligned(p, a) && n >= a)) {
+        n = n / a * a;                   /* direct: the tail goes next time round */
+        (void)XXH3_64bits_update(w->xs, p, n);
+        *buf = p;
+        *iolen = n;
+        return (ssize_t)n;
+    }
+    if (bounce == NULL)
+        return PP_ENOMEM;
+    for (size_t k = 0; k < n; k += PP__WRITE_CHUNK) {
+        size_t m = n - k < PP__WRITE_CHUNK ? n - k : PP__WRITE_CHUNK;
+        memcpy(bounce + k, p + k, m);
+        (void)XXH3_64bits_update(w->xs, bounce + k, m);
+    }
+    *iolen = pp__align_up(n, a);
+    memset(bounce + n, 0, *iolen - n);
+    *buf = bounce;
+    return (ssize_t)n;
+}
+
+size_t pp__swap_progress(const pp_pool_t *pool, size_t iolen, size_t need, size_t k, ssize_t r)
+{
+    size_t a = pp__align(pool);
+    if (r <= 0 || (size_t)r > iolen - k)
+        return k;                        /* failed, nothing there, or nonsense */
+    if ((size_t)r == iolen - k || k + (size_t)r >= need)
+        return iolen;
+    return (k + (size_t)r) / a * a;      /* direct: from the block it stopped in */
+}
+
+void pp__swap_io_failed(pp_pool_t *pool, pp__node_t *node, bool write, size_t n, uint64_t off,
+                        ssize_t r)
+{
+    if (write)
+        pp__io_error(pool, node, "write", n, off, r < 0 ? r : 0, "no progress",
+                     "entry kept resident");
+    else
+        pp__io_error(pool, node, "read", n, off, r < 0 ? r : 0, "copy shorter than written",
+                     "copy kept");
 }
 
 void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
@@ -808,10 +888,8 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
         else if (rc == 0 && (rc = hrc) == 0)
             (void)XXH3_64bits_update(xs, dst + mid, len - mid);
     }
-    if (rc == 0) {
+    if (rc == 0)
         *sum = XXH3_64bits_digest(xs);
-        pp__atomic_add_relaxed(&node->sw.sw_read, len);
-    }
     XXH3_freeState(xs);
     return rc;
 }
@@ -830,76 +908,93 @@ static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const 
     return PP_ECORRUPT;
 }
 
-int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data)
+int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l)
 {
     /* Pre (internal.h): the caller holds LOADING on a swapped entry that is
      * not resident. */
     PP__ASSERT((pp__atomic_load_relaxed(&e->pw) &
                 (PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
                (PP__F_LOADING | PP__F_SWAPPED));
+    memset(l, 0, sizeof *l);
     pp__cold_t *c = pp__cold(e);
-    const pp__swaprec_t *rec = pp__rec(node, c->slot, false);
-    PP__CHECK(rec != NULL);
+    l->rec = pp__rec(node, c->slot, false);
+    PP__CHECK(l->rec != NULL);
     const pp_type_t *type = c->type;
-    bool custom = type != NULL && type->load != NULL;
-    uint64_t sum = 0;
-    int rc;
-    void *mem = NULL;
-    if (!custom) {
-        mem = pp__io_alloc(pool, c->size);
-        if (mem == NULL)
-            return PP_ENOMEM;
-        if (rec->raw != c->size) {
-            free(mem);
+    l->custom = type != NULL && type->load != NULL;
+    l->len = l->rec->len;
+    l->iolen = pp__align_up(l->len, pp__align(pool));
+    l->off = l->rec->off;
+    if (!l->custom) {
+        if (l->rec->raw != c->size)
             return pp__corrupt(pool, node, e, "has the wrong length");
+        l->mem = pp__io_alloc(pool, c->size);
+        if (l->mem == NULL)
+            return PP_ENOMEM;
+        if (l->rec->len == l->rec->raw) {
+            l->dst = l->mem;             /* flat and raw: straight into it */
+            return 0;
         }
     }
-    if (!custom && rec->len == rec->raw) {
-        /* Flat and raw: straight into the entry's new memory. */
-        rc = pp__fetch(pool, node, rec->off, mem, rec->len, &sum);
-        if (rc == 0 && sum != rec->sum)
-            rc = pp__corrupt(pool, node, e, "failed its checksum");
-        if (rc != 0) {
-            free(mem);
-            return rc;
-        }
-        *data = mem;
-        return 0;
-    }
-    char *stored = pp__io_alloc(pool, rec->len);
-    char *plain = NULL;
-    if (stored == NULL) {
-        free(mem);
+    l->stored = pp__io_alloc(pool, l->len);
+    if (l->stored == NULL) {
+        free(l->mem);
+        l->mem = NULL;
         return PP_ENOMEM;
     }
-    rc = pp__fetch(pool, node, rec->off, stored, rec->len, &sum);
-    if (rc == 0 && sum != rec->sum)
-        rc = pp__corrupt(pool, node, e, "failed its checksum");
-    if (rc == 0 && rec->len < rec->raw) {
-        plain = custom ? pp__malloc(rec->raw) : mem;
+    l->dst = l->stored;
+    return 0;
+}
+
+int pp__swap_load_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l, int rc,
+                      const uint64_t *sum, void **data)
+{
+    const pp__swaprec_t *rec = l->rec;
+    if (rc == 0) {
+        pp__atomic_add_relaxed(&node->sw.sw_read, l->len);
+        uint64_t got = sum != NULL ? *sum : XXH3_64bits(l->dst, l->len);
+        if (got != rec->sum)
+            rc = pp__corrupt(pool, node, e, "failed its checksum");
+    }
+    const pp_type_t *type = pp__cold(e)->type;
+    char *plain = NULL;
+    if (rc == 0 && l->stored != NULL && rec->len < rec->raw) {
+        plain = l->custom ? pp__malloc(rec->raw) : l->mem;
         if (plain == NULL)
             rc = PP_ENOMEM;
-        else if (LZ4_decompress_safe(stored, plain, (int)rec->len, (int)rec->raw) != (int)rec->raw)
+        else if (LZ4_decompress_safe(l->stored, plain, (int)rec->len, (int)rec->raw) !=
+                 (int)rec->raw)
             rc = pp__corrupt(pool, node, e, "does not decompress");
     }
-    if (rc == 0 && custom) {
-        pp_reader_t r = {plain != NULL ? plain : stored, rec->raw, 0};
+    if (rc == 0 && l->custom) {
+        pp_reader_t r = {plain != NULL ? plain : l->stored, rec->raw, 0};
         pp__callback_enter();
-        int lrc = type->load(data, c->size, &r, type->ctx);
+        int lrc = type->load(data, pp__cold(e)->size, &r, type->ctx);
         pp__callback_leave();
         if (lrc != 0) {
             pp__report(pool, "pinpool: swap: type %s: load failed for node %u slot %u",
-                       type->name != NULL ? type->name : "(unnamed)", node->index, c->slot);
+                       type->name != NULL ? type->name : "(unnamed)", node->index,
+                       pp__cold(e)->slot);
             rc = PP_EIO;
         }
     } else if (rc == 0) {
-        *data = mem;
+        *data = l->mem;
     }
-    if (custom)
+    if (l->custom)
         pp__free(plain);
-    free(stored);
-    if (rc != 0 && !custom)
-        free(mem);
+    free(l->stored);
+    if (rc != 0)
+        free(l->mem);
+    memset(l, 0, sizeof *l);
     return rc;
 }
 
+int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data)
+{
+    pp__lin_t l;
+    int rc = pp__swap_load_begin(pool, node, e, &l);
+    if (rc != 0)
+        return rc;
+    uint64_t sum = 0;
+    rc = pp__fetch(pool, node, l.off, l.dst, l.len, &sum);
+    return pp__swap_load_end(pool, node, e, &l, rc, &sum, data);
+}

@@ -151,6 +151,12 @@ static int pp__filedev_sync(pp__swapdev_t *d, unsigned s)
     return 0;
 }
 
+static int pp__filedev_fd(pp__swapdev_t *d, unsigned s)
+{
+    pp__filedev_t *f = d->impl;
+    return f->fds[s];
+}
+
 pp__swapdev_t *pp__swapdev_file_new(void)
 {
     pp__swapdev_t *d = pp__calloc(1, sizeof *d);
@@ -161,6 +167,7 @@ pp__swapdev_t *pp__swapdev_file_new(void)
     d->read = pp__filedev_read;
     d->drop = pp__filedev_drop;
     d->sync = pp__filedev_sync;
+    d->fd = pp__filedev_fd;
     d->close = pp__filedev_close;
     return d;
 }

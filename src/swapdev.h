@@ -34,6 +34,9 @@
 
 typedef struct pp__swapdev pp__swapdev_t;
 
+/* submitting's answer for "go on: hand it to the kernel". */
+#define PP__DEV_GO ((ssize_t)1 << 62)
+
 /* The most alignment a device may ask for: the store's page. */
 #define PP__SWAP_ALIGN 4096u
 
@@ -58,6 +61,20 @@ struct pp__swapdev {
      * device: sync_file_range, without waiting), so swapped bytes leave
      * memory instead of lingering as dirty page cache.  0 or -errno. */
     int (*sync)(pp__swapdev_t *d, unsigned s);
+    /* The file descriptor of stream s, for engines that hand requests to
+     * the kernel themselves (io_uring, ring.h): reads and writes through
+     * it must be what read and write above would do.  -errno if the
+     * device has none (the pool then runs the thread engine). */
+    int (*fd)(pp__swapdev_t *d, unsigned s);
+    /* Optional (NULL: none), for devices in tests.  submitting sees each
+     * request before an engine hands it to the kernel: it may shorten *n,
+     * or answer the request itself by returning its result (a count, or
+     * -errno) instead of PP__DEV_GO, and it may block.  completed sees
+     * each result as it comes back and returns the one to report (it may
+     * also change the bytes read). */
+    ssize_t (*submitting)(pp__swapdev_t *d, unsigned s, bool write, size_t *n, uint64_t off);
+    ssize_t (*completed)(pp__swapdev_t *d, unsigned s, bool write, void *buf, size_t n,
+                         ssize_t res);
     /* Removes everything open made (files, directory) and frees d.
      * Valid on a device that was never opened, or whose open failed. */
     void (*close)(pp__swapdev_t *d);

@@ -255,6 +255,10 @@ typedef struct pp__node {
         _Atomic int io_stop;
         pp__thread_t *st;                /* the swap thread's record (counters) */
         struct pp__reader *reader;       /* swap.c: the node's read helper */
+        struct pp__xfer *xf;             /* xfer.c: the io_uring engine, or NULL */
+        /* The engine's counts (pinpool.h, pp_node_stats_t.io_*): */
+        _Atomic uint64_t io_requests, io_submits, io_inflight, io_inflight_peak;
+        _Atomic uint64_t io_load_bytes, io_load_bytes_peak;
         pthread_t io_thread;
         bool io_started;
     } __attribute__((aligned(PP__PAD))) sw;
@@ -294,6 +298,12 @@ struct pp_pool {
     _Atomic uint64_t room_hint;          /* the largest PP_PUT_NOWAIT/PP_PIN_NOWAIT
                                             size refused since the last pass */
     _Atomic uint64_t room_waits, room_enomem;
+    /* The I/O engine (xfer.c): PP_IO_ENGINE_URING or _THREADS, its depth,
+     * why it was chosen; bytes of victims whose write-out is in flight
+     * (resident still, on their way out: pp__above). */
+    unsigned io_engine, io_depth;
+    char io_why[96];
+    _Atomic uint64_t evict_inflight;
     struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
 
     /* PP_TYPE_DISCARD entries (evict.c drops them, mem.c makes room with

@@ -704,11 +704,17 @@ static int make_pool(run_t *r)
     if (cfg->direct)
         opt.flags |= PP_SWAP_DIRECT;
 #endif
+    opt.io_engine = cfg->io_engine;
+    opt.io_depth = cfg->io_depth;
     int rc = pp_pool_create(&opt, &r->pool);
     if (rc != 0) {
-        fprintf(stderr, "pinpool-demo: pp_pool_create (swap under %s, topology %s): %s (%s)\n",
+        fprintf(stderr, "pinpool-demo: pp_pool_create (swap under %s, topology %s, I/O engine "
+                "%s, depth %u): %s (%s)\n",
                 opt.swap_dir ? opt.swap_dir : "-", opt.topology ? opt.topology : "this machine's",
-                pp_strerror(rc), pp_err_name(rc));
+                opt.io_engine == PP_IO_ENGINE_URING     ? "uring"
+                : opt.io_engine == PP_IO_ENGINE_THREADS ? "threads"
+                                                        : "auto",
+                opt.io_depth, pp_strerror(rc), pp_err_name(rc));
         return -1;
     }
     pp_stats_t st;
@@ -775,6 +781,28 @@ static void factorize(run_t *r)
     }
 }
 
+/* Factorizes, timed, with the swap counters read just before and just
+ * after: the bytes the device moved while it ran (write-backs of
+ * generate's tiles still under way count too), and those of the whole run
+ * so far. */
+static void timed_factorize(run_t *r, demo_result_t *res)
+{
+    pp_stats_t before, st;
+    int before_ok = r->pool != NULL && pp_pool_stats(r->pool, &before) == 0;
+    start_phase(r, PHASE_FACTORIZE, (uint64_t)r->ntasks);
+    double t0 = demo_now();
+    factorize(r);
+    res->t_factorize = demo_now() - t0;
+    if (r->pool == NULL || pp_pool_stats(r->pool, &st) != 0)
+        return;
+    res->run_written = st.total.swap_bytes_written;
+    res->run_read = st.total.swap_bytes_read;
+    if (before_ok) {
+        res->fact_written = st.total.swap_bytes_written - before.total.swap_bytes_written;
+        res->fact_read = st.total.swap_bytes_read - before.total.swap_bytes_read;
+    }
+}
+
 int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res)
 {
     run_t r_, *r = &r_;
@@ -821,18 +849,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
         goto out;
 
     /* Factorize: the task graph, ordered by the tiles' dependence tokens. */
-    start_phase(r, PHASE_FACTORIZE, (uint64_t)r->ntasks);
-    t0 = demo_now();
-    factorize(r);
-    t1 = demo_now();
-    res->t_factorize = t1 - t0;
-    if (r->pool != NULL) {
-        pp_stats_t st;
-        if (pp_pool_stats(r->pool, &st) == 0) {
-            res->run_written = st.total.swap_bytes_written;
-            res->run_read = st.total.swap_bytes_read;
-        }
-    }
+    timed_factorize(r, res);
     if (phase_failed(r, "factorize"))
         goto out;
     if (atomic_load_explicit(&r->potrf_info, memory_order_relaxed) != 0) {

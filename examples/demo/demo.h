@@ -28,6 +28,10 @@ typedef struct demo_config {
     int panel_tiles;        /* left-looking: tiles a panel may hold */
     int hints;              /* pool mode: pp_advise (WONTNEED, WILLNEED) */
     int direct;             /* pool mode with a limit: PP_SWAP_DIRECT */
+    unsigned io_engine;     /* pool mode with a limit: pp_options_t.io_engine
+                               (PP_IO_ENGINE_AUTO, _URING or _THREADS) */
+    unsigned io_depth;      /* pool mode with a limit: pp_options_t.io_depth
+                               (0: the library's default) */
     int check_vector;       /* the check by a vector, not tile by tile */
     const char *topology;   /* pool mode: NULL (this machine) or an hwloc
                                synthetic string / XML file; then tiles are
@@ -65,6 +69,10 @@ typedef struct demo_result {
     uint64_t run_written, run_read;  /* pool mode: swap bytes written and read
                                         from the start of generate to the end
                                         of factorize */
+    uint64_t fact_written, fact_read;  /* pool mode: swap bytes written and
+                                          read during factorize alone (the
+                                          pool's counters just before and
+                                          just after it) */
     uint64_t lag_p50_ns, lag_p99_ns, lag_count;  /* reclaim lag, after release */
     uint64_t frees;             /* tiles freed by the reclaimers */
     uint64_t nowait_eagain;     /* PP_PIN_NOWAIT pins that found a tile not resident */

@@ -3,7 +3,8 @@
  *
  *   pinpool-demo [-n N] [-b B] [-m SIZE] [-t THREADS] [--no-pool | --no-limit]
  *                [--compare [--rounds R]] [--plot FILE.png] [--swap-dir DIR]
- *                [--require-swap] [--seed S] [--quiet]
+ *                [--require-swap] [--seed S] [--io-engine E] [--io-depth D]
+ *                [--quiet]
  *
  * Factorises a symmetric positive definite matrix A = L L^T, tile by tile,
  * as OpenMP tasks whose tiles live in a pinpool pool.  By default the pool
@@ -42,6 +43,7 @@
 
 #define RESIDUAL_MAX 1e-10
 #define MIB (1024.0 * 1024.0)
+#define MB 1e6
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
@@ -56,7 +58,7 @@ static const char *const phase_names[] = {
 typedef struct options {
     demo_config_t cfg;
     int limit_given, no_limit, compare, rounds, quiet, require_swap, lookahead_given;
-    int return_memory, result_line;
+    int return_memory, result_line, io_given;
     const char *plot;
 } options_t;
 
@@ -102,6 +104,11 @@ static void usage(FILE *f)
         "                        last use in a group, pp_prefetch for the lookahead\n"
         "      --direct          swap with PP_SWAP_DIRECT (O_DIRECT: swapped tiles\n"
         "                        do not also sit in the page cache)\n"
+        "      --io-engine E     how the swap threads move bytes: uring (io_uring, or\n"
+        "                        the pool is refused), threads (blocking reads and\n"
+        "                        writes) or auto (default: io_uring where it works)\n"
+        "      --io-depth D      swap I/O requests in flight per node (io_uring\n"
+        "                        engine; default 0: the library's)\n"
         "      --check HOW       tiles (default): ||A - L*L^T|| / ||A|| tile by tile,\n"
         "                        O(n^3); vector: ||A*x - L*L^T*x|| / ||A*x||, O(n^2),\n"
         "                        each tile read twice (for matrices far larger than\n"
@@ -112,11 +119,27 @@ static void usage(FILE *f)
 
 static int finish_options(options_t *o);
 
+/* --io-engine's argument: 0, or -1 if it is none of the three. */
+static int parse_engine(const char *arg, unsigned *engine)
+{
+    static const char *const names[] = {"auto", "uring", "threads"};
+    static const unsigned values[] = {PP_IO_ENGINE_AUTO, PP_IO_ENGINE_URING,
+                                      PP_IO_ENGINE_THREADS};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(arg, names[i]) == 0) {
+            *engine = values[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
            O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY,
-           O_RETURN_MEMORY, O_RESULT, O_ORDER, O_PANEL, O_NO_HINTS, O_DIRECT, O_CHECK };
+           O_RETURN_MEMORY, O_RESULT, O_ORDER, O_PANEL, O_NO_HINTS, O_DIRECT, O_CHECK,
+           O_IO_ENGINE, O_IO_DEPTH };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -140,6 +163,8 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "no-hints", no_argument, NULL, O_NO_HINTS },
         { "direct", no_argument, NULL, O_DIRECT },
         { "check", required_argument, NULL, O_CHECK },
+        { "io-engine", required_argument, NULL, O_IO_ENGINE },
+        { "io-depth", required_argument, NULL, O_IO_DEPTH },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -156,7 +181,7 @@ static int parse_options(int argc, char **argv, options_t *o)
     o->rounds = 1;
     const char *tmp = getenv("TMPDIR");
     c->swap_dir = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
-    int opt, seed, li = -1;
+    int opt, seed, depth, li = -1;
     while ((opt = getopt_long(argc, argv, "n:b:m:t:qh", longopts, &li)) != -1) {
         switch (opt) {
         case 'n':
@@ -224,6 +249,17 @@ static int parse_options(int argc, char **argv, options_t *o)
                 c->check_vector = 0;
             else
                 goto bad;
+            break;
+        case O_IO_ENGINE:
+            if (parse_engine(optarg, &c->io_engine) != 0)
+                goto bad;
+            o->io_given = 1;
+            break;
+        case O_IO_DEPTH:
+            if (demo_parse_int(optarg, 0, (int)PP_IO_DEPTH_MAX, &depth) != 0)
+                goto bad;
+            c->io_depth = (unsigned)depth;
+            o->io_given = 1;
             break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -299,6 +335,11 @@ static int finish_options(options_t *o)
     }
     if (c->direct && (o->no_limit || !c->use_pool)) {
         fprintf(stderr, "pinpool-demo: --direct is for the pool with a limit\n");
+        return -1;
+    }
+    if (o->io_given && (o->no_limit || !c->use_pool)) {
+        fprintf(stderr, "pinpool-demo: --io-engine and --io-depth are for the pool with a "
+                "limit\n");
         return -1;
     }
 #ifndef PP_SWAP_DIRECT
@@ -512,6 +553,24 @@ static const char *run_name(const demo_config_t *c)
                                                                : "pool, limit";
 }
 
+/* An I/O engine's name: pp_stats_t.io_engine (1 io_uring, 2 threads, 0
+ * no swap) or pp_options_t.io_engine (0 auto); buf for other values. */
+static const char *engine_name(unsigned e, int asked, char buf[16])
+{
+    switch (e) {
+    case PP_IO_ENGINE_URING: return asked ? "uring" : "io_uring";
+    case PP_IO_ENGINE_THREADS: return "threads";
+    case 0: return asked ? "auto" : "none";
+    default: snprintf(buf, 16, "%u", e); return buf;
+    }
+}
+
+/* MB/s (1e6 bytes a second) of bytes moved in s seconds. */
+static double mbps(uint64_t bytes, double s)
+{
+    return s > 0 ? (double)bytes / MB / s : 0.0;
+}
+
 /* Prints one run's figures; returns the number of failed checks. */
 static int summary(const options_t *o, const demo_config_t *c, const demo_result_t *r)
 {
@@ -519,6 +578,10 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
     printf("  generate  %8.2f s\n", r->t_generate);
     printf("  factorize %8.2f s  %6.1f GFLOP/s  (%" PRIu64 " tasks)\n", r->t_factorize,
            r->factor_flops / r->t_factorize * 1e-9, r->tasks);
+    if (c->use_pool && c->mem_limit != 0)
+        printf("  swap I/O during factorize: read %.1f MB/s (%.1f MB), written %.1f MB/s "
+               "(%.1f MB)\n", mbps(r->fact_read, r->t_factorize), (double)r->fact_read / MB,
+               mbps(r->fact_written, r->t_factorize), (double)r->fact_written / MB);
     printf("  check     %8.2f s\n", r->t_check);
     printf("  total     %8.2f s\n", r->t_total);
     int res_ok = r->residual < RESIDUAL_MAX;
@@ -546,6 +609,12 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
            ", PP_ENOMEM retries %" PRIu64 "\n", r->nowait_eagain, r->prefetches,
            r->enomem_retries);
     if (c->mem_limit != 0) {
+        char b1[16];
+        const pp_stats_t *s = &r->stats;
+        /* As the pool reports them (the header says what was asked for). */
+        printf("  swap I/O engine: %s (io_engine %u), depth %u, why \"%.*s\"\n",
+               engine_name(s->io_engine, 0, b1), s->io_engine, s->io_depth,
+               (int)sizeof s->io_engine_why, s->io_engine_why);
         double mat = (double)r->matrix_bytes;
         int sw_ok = (double)t->swap_bytes_written >= mat;
         printf("  swap: written %.1f MiB, read %.1f MiB  (%.2fx the matrix written%s)\n",
@@ -582,18 +651,27 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
 
 /* The --result line: one run's figures as key=value pairs, for scripts.
  * written and read: swap bytes from the start of generate to the end of
- * factorize; peak_rss: the process's so far. */
+ * factorize; fact_written_bytes and fact_read_bytes: during factorize
+ * alone, write_mbps and read_mbps those over its time (MB = 1e6 bytes);
+ * io_engine (io_uring, threads, none, or the number) and io_depth: as the
+ * pool reports them; peak_rss: the process's so far. */
 static void result_line(const demo_config_t *c, const demo_result_t *r, int failed)
 {
     struct rusage ru;
     long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+    int swap = c->use_pool && c->mem_limit != 0;
+    char b1[16];
     printf("result: impl=%s order=%s hints=%d direct=%d n=%d b=%d threads=%d limit=%zu factorize_s=%.4f total_s=%.4f "
-           "written=%" PRIu64 " read=%" PRIu64 " peak_resident=%" PRIu64 " peak_rss=%ld "
-           "residual=%.3e ok=%d\n",
+           "written=%" PRIu64 " read=%" PRIu64 " fact_written_bytes=%" PRIu64
+           " fact_read_bytes=%" PRIu64 " write_mbps=%.1f read_mbps=%.1f io_engine=%s io_depth=%u "
+           "peak_resident=%" PRIu64 " peak_rss=%ld residual=%.3e ok=%d\n",
            !c->use_pool ? "raw" : c->mem_limit == 0 ? "pool-nolimit" : "pool-limit",
            c->order == DEMO_ORDER_LEFT ? "left" : "right", c->use_pool && c->hints, c->direct,
            c->n, c->b,
            c->threads, c->mem_limit, r->t_factorize, r->t_total, r->run_written, r->run_read,
+           r->fact_written, r->fact_read, mbps(r->fact_written, r->t_factorize),
+           mbps(r->fact_read, r->t_factorize),
+           swap ? engine_name(r->stats.io_engine, 0, b1) : "none", swap ? r->stats.io_depth : 0u,
            c->use_pool ? r->stats.resident_peak : 0, rss * 1024L, r->residual, failed == 0);
 }
 
@@ -612,6 +690,11 @@ static void header(const demo_config_t *c, int tiles, uint64_t matrix, uint64_t 
     if (c->use_pool)
         printf("  eviction hints: %s\n", c->hints ? "PP_ADVISE_WONTNEED after a tile's last use "
                "in its panel or step, PP_ADVISE_WILLNEED ahead" : "none (--no-hints)");
+    if (c->use_pool && c->mem_limit != 0) {
+        char b1[16];
+        printf("  swap I/O engine asked for: %s, depth %u%s\n", engine_name(c->io_engine, 1, b1),
+               c->io_depth, c->io_depth == 0 ? " (the library's default)" : "");
+    }
     if (c->use_pool && c->lookahead > 0)
         printf("  tasks prefetch the tiles of the next %d task%s in creation order\n",
                c->lookahead, c->lookahead == 1 ? "" : "s");
@@ -751,6 +834,14 @@ int main(int argc, char **argv)
         printf("  factorize GFLOP/s: raw %.1f, pool no limit %.1f, pool with limit %.1f\n",
                res[0].factor_flops / mf[0] * 1e-9, res[0].factor_flops / mf[1] * 1e-9,
                res[0].factor_flops / mf[2] * 1e-9);
+        double rd[99], wr[99];
+        for (int round = 0; round < rounds; round++) {
+            const demo_result_t *r = &res[round * 3 + 2];
+            rd[round] = mbps(r->fact_read, r->t_factorize);
+            wr[round] = mbps(r->fact_written, r->t_factorize);
+        }
+        printf("  swap I/O during factorize, pool with limit: read %.1f MB/s, written %.1f "
+               "MB/s\n", median(rd, rounds), median(wr, rounds));
     }
 
     if (o.plot != NULL) {

@@ -464,13 +464,17 @@ static void print_result(const run_t *run, const totals_t *T, const unsigned lon
                " evictions_abandoned=%" PRIu64 " loads=%" PRIu64 " load_waits=%" PRIu64
                " swap_written=%" PRIu64 " swap_raw=%" PRIu64 " swap_read=%" PRIu64
                " resident_peak=%" PRIu64 " live_peak=%" PRIu64 " (%.1fx mem_limit) enomem=%"
-               PRIu64 "/%" PRIu64 " eagain=%" PRIu64 "/%" PRIu64,
+               PRIu64 "/%" PRIu64 " eagain=%" PRIu64 "/%" PRIu64 " io_engine=%s io_requests=%"
+               PRIu64 " io_submits=%" PRIu64 " io_inflight_peak=%" PRIu64
+               " io_load_bytes_peak=%" PRIu64,
                T->writes, st->total.evictions_written, st->total.evictions_clean,
                st->total.evictions_abandoned, st->total.loads, st->total.load_waits,
                st->total.swap_bytes_written, st->total.swap_raw_written,
                st->total.swap_bytes_read, st->resident_peak, run->live_peak,
                (double)run->live_peak / (double)g_mem_limit, T->enomem, T->room, T->eagain,
-               T->nowait);
+               T->nowait, st->io_engine == PP_IO_ENGINE_URING ? "io_uring" : "threads",
+               st->total.io_requests, st->total.io_submits, st->total.io_inflight_peak,
+               st->total.io_load_bytes_peak);
     if (g_faults)
         printf(" faults: allocations=%" PRIu64 "/%" PRIu64 " write_eio=%lu write_enospc=%lu"
                " write_short=%lu read_eio=%lu read_missing=%lu read_corrupt=%lu sync=%lu"

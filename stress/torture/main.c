@@ -4,7 +4,8 @@
  *   torture [--threads N] [--ops N] [--seed S] [--topology STR]
  *             [--track] [--qsbr] [--slots N] [--timeout SEC] [--verbose]
  *             [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]
- *             [--compress] [--entry-size MIN[-MAX]] [--flat PCT]
+ *             [--compress] [--io-engine auto|uring|threads]
+ *             [--entry-size MIN[-MAX]] [--flat PCT]
  *             [--enomem-max PCT] [--reclaim-backlog BYTES|none]
  *             [--expect-overload] [--reentrant PCT]
  *
@@ -185,6 +186,7 @@ static int setup_pool(void)
         opt.mem_limit = g_mem_limit;
         opt.swap_dir = g_rundir;
         opt.swap_limit = g_swap_limit;
+        opt.io_engine = g_io_engine;
     }
     if (g_yield)
         pp__debug_yield_set(~0u, g_yield);
@@ -228,8 +230,14 @@ static int setup_main(run_t *run)
            g_nnodes, st->topology_is_this_system);
     for (unsigned n = 0; n < g_nnodes; n++)
         printf(" %d", st->node[n].cpu_bound);
+    if (g_swap)
+        printf(", I/O engine: %s, depth %u (%s)",
+               st->io_engine == PP_IO_ENGINE_URING ? "io_uring" : "threads", st->io_depth,
+               st->io_engine_why);
     printf("\n");
     fflush(stdout);
+    if (g_swap && g_io_engine != PP_IO_ENGINE_AUTO && st->io_engine != g_io_engine)
+        failf(m, "--io-engine asked for engine %u, the pool runs %u", g_io_engine, st->io_engine);
     preflight(m);
     if (g_swap)
         check_swap_dir(m);

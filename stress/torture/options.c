@@ -31,6 +31,7 @@ char g_rundir[4096];
 size_t g_mem_limit;
 uint64_t g_swap_limit;
 int g_compress;
+unsigned g_io_engine;                    /* PP_IO_ENGINE_*: --io-engine */
 size_t g_size_min = 16, g_size_max = 4096;
 unsigned g_flat_pct = 25;
 double g_enomem_max = 1.0;
@@ -53,7 +54,8 @@ static void usage(FILE *f)
             "                 [--track] [--qsbr] [--slots N] [--timeout SEC] [--verbose]\n"
             "                 [--duration SEC] [--faults N] [--yield N]\n"
             "                 [--swap [DIR]] [--mem-limit BYTES] [--swap-limit BYTES]\n"
-            "                 [--compress] [--entry-size MIN[-MAX]] [--flat PCT]\n"
+            "                 [--compress] [--io-engine auto|uring|threads]\n"
+            "                 [--entry-size MIN[-MAX]] [--flat PCT]\n"
             "                 [--enomem-max PCT] [--reclaim-backlog BYTES|none]\n"
             "                 [--expect-overload] [--reentrant PCT]\n"
             "  --threads N        worker threads (default 4)\n"
@@ -92,6 +94,8 @@ static void usage(FILE *f)
             "  --mem-limit BYTES  the pool's mem_limit (default 1M)\n"
             "  --swap-limit BYTES the pool's swap_limit (default 0: none)\n"
             "  --compress         PP_SWAP_COMPRESS\n"
+            "  --io-engine E      the swap I/O engine: auto (default; io_uring where it\n"
+            "                     works), uring (PP_IO_ENGINE_URING), threads\n"
             "  --flat PCT         percent of entries of type NULL (default 25)\n"
             "  --enomem-max PCT   PP_ENOMEM allowed in at most PCT percent of the calls\n"
             "                     that may return it (default 1; 5 with --qsbr)\n");
@@ -151,6 +155,18 @@ static int parse_options(int argc, char **argv)
             g_given.swap_limit = 1;
         } else if (!strcmp(a, "--compress")) {
             g_compress = 1;
+        } else if (!strcmp(a, "--io-engine")) {
+            const char *e = ARG();
+            if (!strcmp(e, "auto")) {
+                g_io_engine = PP_IO_ENGINE_AUTO;
+            } else if (!strcmp(e, "uring")) {
+                g_io_engine = PP_IO_ENGINE_URING;
+            } else if (!strcmp(e, "threads")) {
+                g_io_engine = PP_IO_ENGINE_THREADS;
+            } else {
+                fprintf(stderr, "torture: --io-engine %s: not auto, uring or threads\n", e);
+                return 2;
+            }
         } else if (!strcmp(a, "--entry-size")) {
             const char *s = ARG(), *end;
             g_size_min = (size_t)parse_size_part(a, s, &end);
@@ -213,8 +229,8 @@ static int settle_options(void)
         return 2;
     }
     if (!g_swap && (g_given.mem || g_given.swap_limit || g_compress || g_given.flat ||
-                    g_given.enomem)) {
-        fprintf(stderr, "torture: --mem-limit, --swap-limit, --compress, --flat and "
+                    g_given.enomem || g_io_engine != PP_IO_ENGINE_AUTO)) {
+        fprintf(stderr, "torture: --mem-limit, --swap-limit, --compress, --io-engine, --flat and "
                         "--enomem-max need --swap\n");
         return 2;
     }
@@ -295,8 +311,10 @@ void print_params(void)
             snprintf(flat, sizeof flat, " --flat %u", g_flat_pct);
         if (g_given.enomem)
             snprintf(enm, sizeof enm, " --enomem-max %g", g_enomem_max);
-        snprintf(swapargs, sizeof swapargs, " --swap '%s' --mem-limit %zu%s%s%s%s",
-                 g_swap_parent, g_mem_limit, lim, g_compress ? " --compress" : "", flat, enm);
+        static const char *const engines[] = {"", " --io-engine uring", " --io-engine threads"};
+        snprintf(swapargs, sizeof swapargs, " --swap '%s' --mem-limit %zu%s%s%s%s%s",
+                 g_swap_parent, g_mem_limit, lim, g_compress ? " --compress" : "",
+                 engines[g_io_engine], flat, enm);
     }
     printf("torture: seed=%" PRIu64 " threads=%u ops=%" PRIu64 " slots=%u topology=%s%s%s%s"
            " entry_size=%s\n",

@@ -77,6 +77,7 @@ extern char g_rundir[4096];         /* DIR/torture-XXXXXX, the pool's swap_dir *
 extern size_t g_mem_limit;
 extern uint64_t g_swap_limit;
 extern int g_compress;
+extern unsigned g_io_engine;
 extern size_t g_size_min, g_size_max;
 extern unsigned g_flat_pct;         /* flat (type NULL) entries, percent */
 extern double g_enomem_max;         /* PP_ENOMEM allowed, percent of the calls

@@ -33,6 +33,11 @@
  * which the caller must go on (the block it stopped in again, in direct
  * mode).
  *
+ * Under the io_uring engine the same faults hold: the device's
+ * submitting and completed hooks (swapdev.h) apply them as each request
+ * is handed to the kernel and as it comes back, and the gate blocks the
+ * swap thread as it hands a request over.
+ *
  * Faults and counters are atomics: the swap threads and loaders read them
  * concurrently with the test thread.  The pool owns the device (closing it
  * closes the inner file device and frees the wrapper); the test keeps its
@@ -237,6 +242,106 @@ static ssize_t faultdev_read_(pp__swapdev_t *d, unsigned s, void *buf, size_t n,
     return r;
 }
 
+/* The io_uring engine (ring.h) hands requests to the kernel itself: the
+ * same faults, decided as each request is handed over (submitting: the
+ * gate, errors, short and odd lengths, the answer instead of the kernel's)
+ * and as its result comes back (completed: odd counts, the bytes counted,
+ * a read's random bit flip, rolled there). */
+static int faultdev_fd_(pp__swapdev_t *d, unsigned s)
+{
+    faultdev_t *f = faultdev_of(d);
+    return f->inner->fd(f->inner, s);
+}
+
+static ssize_t faultdev_submitting_(pp__swapdev_t *d, unsigned s, bool write, size_t *n,
+                                    uint64_t off)
+{
+    (void)s;
+    (void)off;
+    faultdev_t *f = faultdev_of(d);
+    faultdev_gate(f, write);
+    uint64_t x = 0;
+    if (write) {
+        atomic_fetch_add(&f->writes, 1);
+        int err = atomic_load(&f->write_err);
+        if (err != 0) {
+            atomic_fetch_add(&f->write_fails, 1);
+            return err;
+        }
+        if (atomic_load(&f->write_short)) {
+            if (faultdev_half(d, *n) == 0) {
+                atomic_fetch_add(&f->write_fails, 1);
+                return -ENOSPC;
+            }
+            *n = faultdev_half(d, *n);
+        }
+        switch (faultdev_roll(f, &x)) {
+        case 1:
+            atomic_fetch_add(&f->inj_write_eio, 1);
+            atomic_fetch_add(&f->write_fails, 1);
+            return -EIO;
+        case 2:
+            atomic_fetch_add(&f->inj_write_enospc, 1);
+            atomic_fetch_add(&f->write_fails, 1);
+            return -ENOSPC;
+        case 3:
+            if (faultdev_half(d, *n) > 0) {
+                atomic_fetch_add(&f->inj_write_short, 1);
+                *n = faultdev_half(d, *n);
+            }
+            break;
+        default:
+            break;
+        }
+        if (atomic_load(&f->write_odd))
+            *n = faultdev_odd_len(d, *n);
+        return PP__DEV_GO;
+    }
+    atomic_fetch_add(&f->reads, 1);
+    int err = atomic_load(&f->read_err);
+    if (err != 0) {
+        atomic_fetch_add(&f->read_fails, 1);
+        return err;
+    }
+    if (atomic_load(&f->read_zero)) {
+        atomic_fetch_add(&f->read_fails, 1);
+        return 0;
+    }
+    switch (faultdev_roll(f, &x)) {
+    case 1:
+        atomic_fetch_add(&f->inj_read_eio, 1);
+        atomic_fetch_add(&f->read_fails, 1);
+        return -EIO;
+    case 2:
+        atomic_fetch_add(&f->inj_read_missing, 1);
+        atomic_fetch_add(&f->read_fails, 1);
+        return 0;
+    default:
+        break;                           /* a flip is rolled on completion */
+    }
+    if (atomic_load(&f->read_odd))
+        *n = faultdev_odd_len(d, *n);
+    return PP__DEV_GO;
+}
+
+static ssize_t faultdev_completed_(pp__swapdev_t *d, unsigned s, bool write, void *buf,
+                                   size_t n, ssize_t r)
+{
+    (void)s;
+    (void)n;
+    faultdev_t *f = faultdev_of(d);
+    if (atomic_load(write ? &f->write_odd : &f->read_odd))
+        r = faultdev_odd_count(d, r);
+    if (r > 0)
+        atomic_fetch_add(write ? &f->write_bytes : &f->read_bytes, (unsigned long)r);
+    uint64_t x = 0;
+    if (!write && r > 0 && faultdev_roll(f, &x) == 3) {
+        ((unsigned char *)buf)[x % (uint64_t)r] ^= (unsigned char)(1u << ((x >> 32) & 7));
+        atomic_fetch_add(&f->inj_read_corrupt, 1);
+    }
+    return r;
+}
+
 static int faultdev_drop_(pp__swapdev_t *d, unsigned s, uint64_t off, uint64_t len)
 {
     faultdev_t *f = faultdev_of(d);
@@ -283,6 +388,9 @@ static inline faultdev_t *faultdev_new(void)
     f->dev.read = faultdev_read_;
     f->dev.drop = faultdev_drop_;
     f->dev.sync = faultdev_sync_;
+    f->dev.fd = faultdev_fd_;
+    f->dev.submitting = faultdev_submitting_;
+    f->dev.completed = faultdev_completed_;
     f->dev.close = faultdev_close_;
     return f;
 }

@@ -1,9 +1,16 @@
 /*
  * swapbench -- swap-out and swap-in throughput of pinpool's swap tier for
  * 1 MiB entries, against plain pwrite/pread of the same bytes to a file in
- * the same directory (buffered, and with O_DIRECT against PP_SWAP_DIRECT): same process, same run, interleaved round by round
- * (the order alternates; an unrecorded warm-up round first), medians and
- * their ratio reported (docs/performance.md).  MB is 10^6 bytes.
+ * the same directory, and against raw io_uring at the same queue depth
+ * (--depth, default 16; swapbench_io.c, as fio's io_uring engine with
+ * bs = the entry size and iodepth = the depth); buffered, and with
+ * O_DIRECT against PP_SWAP_DIRECT.  The pool runs twice: on its io_uring
+ * engine at io_depth = the depth, its swap-in prefetching that many
+ * entries ahead of each pin; and on its thread engine (one blocking
+ * request at a time, each pin loading on this thread), the engine it had
+ * before.  Same process, same run, interleaved round by round (the order
+ * turns; an unrecorded warm-up round first), medians and their ratios
+ * reported (docs/performance.md).  MB is 10^6 bytes.
  *
  * swap-out, pinpool: a fresh pool (mem_limit --limit, swap_dir --dir) gets
  *   N filled buffers by pp_put.  Past the limit a put waits for the swap
@@ -58,13 +65,14 @@
  * row per timed pass.
  *
  *   swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]
- *             [--limit BYTES] [--compress] [--keep-all] [--csv FILE]
- *             [--buffered | --direct] [--quick]
+ *             [--limit BYTES] [--depth D] [--compress] [--keep-all]
+ *             [--csv FILE] [--buffered | --direct] [--quick]
  */
 #define _GNU_SOURCE               /* syncfs */
 #include <pinpool.h>
 
 #include "machine.h"
+#include "swapbench.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,17 +84,23 @@
 #include <unistd.h>
 
 enum { OUT, IN };             /* phases */
-enum { POOL, BASE, DPOOL, DBASE, NIMPL };   /* implementations: buffered, direct */
+/* Implementations, buffered then direct (+ NBUF): the pool on its io_uring
+ * engine, the pool on its thread engine, pwrite/pread, raw io_uring. */
+enum { POOL, TPOOL, BASE, UBASE, NBUF, NIMPL = 2 * NBUF };
 static const char *phase_name[2] = { "swap-out", "swap-in" };
 static const char *impl_name[2][NIMPL] = {
-    { "pinpool", "pwrite", "pinpool-direct", "pwrite-direct" },
-    { "pinpool", "pread", "pinpool-direct", "pread-direct" },
+    { "pinpool", "pinpool-threads", "pwrite", "io_uring", "pinpool-direct",
+      "pinpool-thr-direct", "pwrite-direct", "io_uring-direct" },
+    { "pinpool", "pinpool-threads", "pread", "io_uring", "pinpool-direct",
+      "pinpool-thr-direct", "pread-direct", "io_uring-direct" },
 };
 
-static size_t n_entries = 512, entry_size = 1u << 20, mem_limit = 64u << 20;
-static int n_rounds = 5, compress, keep_all;
+size_t n_entries = 512, entry_size = 1u << 20, mem_limit = 64u << 20;
+int keep_all;
+const char *swap_dir;
+static int n_rounds = 5, compress;
+static unsigned depth = 16;              /* --depth: requests in flight */
 static int run_buffered = 1, run_direct = 1;  /* --buffered, --direct: only that pair */
-static const char *swap_dir;
 static FILE *csv;
 static int dir_fd = -1;                  /* swap_dir, for syncfs */
 static unsigned char *scratch;           /* one entry's expected bytes */
@@ -94,8 +108,8 @@ static unsigned char *scratch;           /* one entry's expected bytes */
 static _Noreturn void usage(void)
 {
     fprintf(stderr, "usage: swapbench [--entries N] [--size BYTES] [--rounds R] [--dir DIR]\n"
-                    "                 [--limit BYTES] [--compress] [--keep-all] [--csv FILE]\n"
-                    "                 [--buffered | --direct] [--quick]\n");
+                    "                 [--limit BYTES] [--depth D] [--compress] [--keep-all]\n"
+                    "                 [--csv FILE] [--buffered | --direct] [--quick]\n");
     exit(2);
 }
 
@@ -105,13 +119,13 @@ static _Noreturn void fail_pp(const char *call, int rc)
     exit(1);
 }
 
-static _Noreturn void fail_sys(const char *call, const char *what)
+_Noreturn void fail_sys(const char *call, const char *what)
 {
     fprintf(stderr, "swapbench: %s(%s): %s\n", call, what, strerror(errno));
     exit(1);
 }
 
-static double now_s(void)
+double now_s(void)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
@@ -148,7 +162,7 @@ static void fill(unsigned char *p, size_t i, int r)
     }
 }
 
-static void check(const unsigned char *p, size_t i, int r, const char *impl)
+void check(const unsigned char *p, size_t i, int r, const char *impl)
 {
     fill(scratch, i, r);
     if (memcmp(p, scratch, entry_size) != 0) {
@@ -164,21 +178,21 @@ static void check(const unsigned char *p, size_t i, int r, const char *impl)
 /* Before each timed swap-out: writes back whatever the file system still
  * holds dirty (the other side's files included), so that neither side is
  * throttled for the other's writes.  Untimed. */
-static void settle(void)
+void settle(void)
 {
     if (syncfs(dir_fd) != 0)
         fail_sys("syncfs", swap_dir);
 }
 
 /* The bytes an O_DIRECT baseline moves per entry: whole blocks (4096). */
-static size_t padded(void)
+size_t padded(void)
 {
     return (entry_size + 4095) / 4096 * 4096;
 }
 
 /* An entry's buffer: malloc (what a user hands the pool), or for the
  * O_DIRECT baseline page-aligned and padded to whole pages (zeros). */
-static unsigned char *entry_alloc(int aligned)
+unsigned char *entry_alloc(int aligned)
 {
     if (!aligned)
         return malloc(entry_size);
@@ -189,7 +203,7 @@ static unsigned char *entry_alloc(int aligned)
     return p;
 }
 
-static unsigned char **make_buffers(int r, int aligned)
+unsigned char **make_buffers(int r, int aligned)
 {
     unsigned char **b = calloc(n_entries, sizeof *b);
     if (b == NULL)
@@ -227,9 +241,14 @@ static void stats(pp_pool_t *pool, pp_stats_t *s)
 static pp_node_stats_t sum;             /* swap counters over every round */
 static uint64_t peak;
 
-static void run_pool(double mbps[2][NIMPL][64], int r, int direct)
+/* The pool: its io_uring engine at io_depth --depth, whose swap-in pass
+ * prefetches --depth entries ahead of the pin (as a scheduler does for its
+ * next tasks' inputs; at most half the entries that fit); or (threads) its thread engine as it was measured
+ * before the io_uring engine: each pin loads on this thread (the read
+ * helper reading the second half of a buffered copy). */
+static void run_pool(double mbps[2][NIMPL][64], int r, int direct, int threads)
 {
-    int impl = direct ? DPOOL : POOL;
+    int impl = (threads ? TPOOL : POOL) + (direct ? NBUF : 0);
     unsigned char **b = make_buffers(r, 0);
     pp_ref_t *refs = calloc(n_entries, sizeof *refs);
     if (refs == NULL)
@@ -238,6 +257,8 @@ static void run_pool(double mbps[2][NIMPL][64], int r, int direct)
     opt.mem_limit = mem_limit;
     opt.swap_dir = swap_dir;
     opt.flags = (compress ? PP_SWAP_COMPRESS : 0u) | (direct ? PP_SWAP_DIRECT : 0u);
+    opt.io_engine = threads ? PP_IO_ENGINE_THREADS : PP_IO_ENGINE_URING;
+    opt.io_depth = depth;
     pp_pool_t *pool;
     int rc = pp_pool_create(&opt, &pool);
     if (rc != 0)
@@ -267,7 +288,14 @@ static void run_pool(double mbps[2][NIMPL][64], int r, int direct)
 
     stats(pool, &s0);
     t0 = now_s();
+    /* The lookahead: --depth entries, at most half of those that fit
+     * (prefetched entries must not push out each other before their pin). */
+    size_t ahead = threads ? 0 : depth < mem_limit / entry_size / 2 ? depth
+                                                                    : mem_limit / entry_size / 2;
     for (size_t i = 0; i < n_entries; i++) {
+        for (size_t j = i == 0 ? 1 : i + ahead; j <= i + ahead && j < n_entries; j++)
+            if ((rc = pp_prefetch(pool, refs[j])) != 0)
+                fail_pp("pp_prefetch", rc);
         if ((rc = pp_pin(pool, refs[i], 0, &p)) != 0)
             fail_pp("pp_pin", rc);
         if ((rc = pp_unpin(pool, refs[i])) != 0)
@@ -319,7 +347,7 @@ static void read_back(int fd, const char *path, unsigned char **ring, size_t kee
     }
 }
 
-static void free_ring(unsigned char **ring, size_t keep)
+void free_ring(unsigned char **ring, size_t keep)
 {
     for (size_t k = 0; k < keep; k++) {
         free(ring[k]);
@@ -327,20 +355,39 @@ static void free_ring(unsigned char **ring, size_t keep)
     }
 }
 
-static void run_base(double mbps[2][NIMPL][64], int r, int direct)
+size_t swapin_keep(void)
 {
-    int impl = direct ? DBASE : BASE;
-    size_t len = direct ? padded() : entry_size;
-    unsigned char **b = make_buffers(r, direct);
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/swapbench-%ld-%d.bin", swap_dir, (long)getpid(), r)
-        >= (int)sizeof path) {
+    return keep_all ? n_entries : mem_limit / entry_size;
+}
+
+int open_base(char *path, size_t size, const char *tag, int r, int direct)
+{
+    if (snprintf(path, size, "%s/swapbench-%ld-%s-%d.bin", swap_dir, (long)getpid(), tag, r)
+        >= (int)size) {
         fprintf(stderr, "swapbench: --dir too long\n");
         exit(1);
     }
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | (direct ? O_DIRECT : 0), 0600);
     if (fd < 0)
         fail_sys("open", path);
+    return fd;
+}
+
+void close_base(int fd, const char *path)
+{
+    if (close(fd) != 0)
+        fail_sys("close", path);
+    if (unlink(path) != 0)
+        fail_sys("unlink", path);
+}
+
+static void run_base(double mbps[2][NIMPL][64], int r, int direct)
+{
+    int impl = BASE + (direct ? NBUF : 0);
+    size_t len = direct ? padded() : entry_size;
+    unsigned char **b = make_buffers(r, direct);
+    char path[4096];
+    int fd = open_base(path, sizeof path, "pwrite", r, direct);
 
     settle();
     double t0 = now_s();
@@ -361,7 +408,7 @@ static void run_base(double mbps[2][NIMPL][64], int r, int direct)
 
     /* An untimed pass that checks every entry, as the pool's, then the
      * timed one; b[] is now the ring. */
-    size_t keep = keep_all ? n_entries : mem_limit / entry_size;
+    size_t keep = swapin_keep();
     read_back(fd, path, b, keep, r, 1, direct);
     if (keep_all)
         free_ring(b, keep);
@@ -371,10 +418,31 @@ static void run_base(double mbps[2][NIMPL][64], int r, int direct)
     free_ring(b, keep);
     record(mbps, IN, impl, r, (uint64_t)n_entries * entry_size, t1 - t0);
     free(b);
-    if (close(fd) != 0)
-        fail_sys("close", path);
-    if (unlink(path) != 0)
-        fail_sys("unlink", path);
+    close_base(fd, path);
+}
+
+static void run_raw_uring(double mbps[2][NIMPL][64], int r, int direct)
+{
+    double secs[2];
+    run_uring(r, direct, depth, secs);
+    int impl = UBASE + (direct ? NBUF : 0);
+    record(mbps, OUT, impl, r, (uint64_t)n_entries * entry_size, secs[0]);
+    record(mbps, IN, impl, r, (uint64_t)n_entries * entry_size, secs[1]);
+}
+
+/* One round of a pair's four implementations, in an order that turns
+ * round by round (the first goes last in the next round). */
+static void run_round(double mbps[2][NIMPL][64], int r, int direct)
+{
+    for (int k = 0; k < NBUF; k++) {
+        int impl = (k + (r < 0 ? 0 : r)) % NBUF;
+        if (impl == POOL || impl == TPOOL)
+            run_pool(mbps, r, direct, impl == TPOOL);
+        else if (impl == BASE)
+            run_base(mbps, r, direct);
+        else
+            run_raw_uring(mbps, r, direct);
+    }
 }
 
 /* The CSV file: the machine as "# key: value" lines (readers skip lines
@@ -422,6 +490,8 @@ int main(int argc, char **argv)
             swap_dir = argv[++i];
         else if (strcmp(a, "--limit") == 0 && more)
             mem_limit = (size_t)number(argv[++i]);
+        else if (strcmp(a, "--depth") == 0 && more)
+            depth = (unsigned)number(argv[++i]);
         else if (strcmp(a, "--csv") == 0 && more)
             csv_path = argv[++i];
         else if (strcmp(a, "--compress") == 0)
@@ -448,10 +518,16 @@ int main(int argc, char **argv)
     if (!run_buffered && !run_direct)
         usage();                        /* --buffered and --direct */
     if (n_rounds < 1 || entry_size == 0 || mem_limit / 2 < entry_size ||
-        n_entries / 2 < mem_limit / entry_size) {
-        fprintf(stderr, "swapbench: need 1 <= rounds <= 64, size <= limit/2 and"
-                        " entries*size >= 2*limit (so most entries are swapped)\n");
+        n_entries / 2 < mem_limit / entry_size || depth < 1 || depth > PP_IO_DEPTH_MAX) {
+        fprintf(stderr, "swapbench: need 1 <= rounds <= 64, size <= limit/2,"
+                        " entries*size >= 2*limit (so most entries are swapped) and"
+                        " 1 <= depth <= %u\n", PP_IO_DEPTH_MAX);
         usage();
+    }
+    char why[128];
+    if (uring_probe(why, sizeof why) != 0) {
+        fprintf(stderr, "swapbench: io_uring cannot be used here: %s\n", why);
+        return 1;
     }
     if ((dir_fd = open(swap_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         fail_sys("open", swap_dir);
@@ -463,36 +539,29 @@ int main(int argc, char **argv)
         open_csv(csv_path, &machine);
 
     machine_print(stdout, &machine, "machine: ");   /* stdout's errors: the final fflush */
-    printf("swapbench: %zu entries x %zu bytes (%s), mem_limit %zu, %d rounds, dir %s,"
-           " pread keeps %s, %s\n", n_entries, entry_size,
-           compress ? "compressible, PP_SWAP_COMPRESS" : "incompressible", mem_limit, n_rounds,
-           swap_dir, keep_all ? "every buffer" : "limit/size buffers",
+    printf("swapbench: %zu entries x %zu bytes (%s), mem_limit %zu, depth %u, %d rounds,"
+           " dir %s, baselines keep %s, %s\n", n_entries, entry_size,
+           compress ? "compressible, PP_SWAP_COMPRESS" : "incompressible", mem_limit, depth,
+           n_rounds, swap_dir, keep_all ? "every buffer" : "limit/size buffers",
            run_buffered && run_direct ? "buffered and direct (O_DIRECT, PP_SWAP_DIRECT)"
            : run_direct ? "direct only (O_DIRECT, PP_SWAP_DIRECT)" : "buffered only");
     fflush(stdout);
     static double mbps[2][NIMPL][64];
     /* Round -1 warms up the allocator, page cache and files; not recorded.
-     * Each pair (pool, baseline) takes turns, the pool first in even
-     * rounds and the baseline first in odd ones. */
+     * The four implementations of each pair take turns (run_round). */
     for (int r = -1; r < n_rounds; r++) {
         for (int direct = 0; direct < 2; direct++) {
             if (!(direct ? run_direct : run_buffered))
                 continue;
-            if (r < 0 || r % 2 == 0) {
-                run_pool(mbps, r, direct);
-                run_base(mbps, r, direct);
-            } else {
-                run_base(mbps, r, direct);
-                run_pool(mbps, r, direct);
-            }
+            run_round(mbps, r, direct);
             if (r < 0)
                 continue;
-            int p = direct ? DPOOL : POOL, b = direct ? DBASE : BASE;
-            printf("  round %d%s (%s first): swap-out %8.1f / %8.1f MB/s = %.2f,"
-                   "  swap-in %8.1f / %8.1f MB/s = %.2f\n", r, direct ? ", direct" : "",
-                   r % 2 ? "baseline" : "pinpool", mbps[OUT][p][r], mbps[OUT][b][r],
-                   mbps[OUT][p][r] / mbps[OUT][b][r], mbps[IN][p][r], mbps[IN][b][r],
-                   mbps[IN][p][r] / mbps[IN][b][r]);
+            int o = direct ? NBUF : 0;
+            printf("  round %d%s: MB/s pinpool / threads / pwrite,pread / io_uring:"
+                   "  out %.0f / %.0f / %.0f / %.0f,  in %.0f / %.0f / %.0f / %.0f\n", r,
+                   direct ? ", direct" : "", mbps[OUT][o + POOL][r], mbps[OUT][o + TPOOL][r],
+                   mbps[OUT][o + BASE][r], mbps[OUT][o + UBASE][r], mbps[IN][o + POOL][r],
+                   mbps[IN][o + TPOOL][r], mbps[IN][o + BASE][r], mbps[IN][o + UBASE][r]);
             fflush(stdout);
         }
     }
@@ -501,7 +570,7 @@ int main(int argc, char **argv)
     double med[2][NIMPL];
     for (int ph = 0; ph < 2; ph++) {
         for (int im = 0; im < NIMPL; im++) {
-            if (!((im >= DPOOL) ? run_direct : run_buffered))
+            if (!((im >= NBUF) ? run_direct : run_buffered))
                 continue;
             double v[64];
             memcpy(v, mbps[ph][im], sizeof v);
@@ -523,15 +592,16 @@ int main(int argc, char **argv)
            sum.swap_raw_written ? (double)sum.swap_bytes_written / (double)sum.swap_raw_written
                                 : 0.0,
            sum.swap_bytes_read, sum.checksum_failures, sum.io_errors, peak, mem_limit);
-    if (run_buffered) {
-        printf("swap-out ratio (pinpool/pwrite): %.2f\n", med[OUT][POOL] / med[OUT][BASE]);
-        printf("swap-in ratio (pinpool/pread): %.2f\n", med[IN][POOL] / med[IN][BASE]);
-    }
-    if (run_direct) {
-        printf("swap-out ratio, direct (pinpool PP_SWAP_DIRECT/pwrite O_DIRECT): %.2f\n",
-               med[OUT][DPOOL] / med[OUT][DBASE]);
-        printf("swap-in ratio, direct (pinpool PP_SWAP_DIRECT/pread O_DIRECT): %.2f\n",
-               med[IN][DPOOL] / med[IN][DBASE]);
+    for (int direct = 0; direct < 2; direct++) {
+        if (!(direct ? run_direct : run_buffered))
+            continue;
+        int o = direct ? NBUF : 0;
+        const char *d = direct ? ", direct" : "";
+        for (int ph = 0; ph < 2; ph++)
+            printf("%s ratio%s, depth %u: pinpool/io_uring %.2f, pinpool/%s %.2f,"
+                   " pinpool/pinpool-threads %.2f\n", phase_name[ph], d, depth,
+                   med[ph][o + POOL] / med[ph][o + UBASE], ph == OUT ? "pwrite" : "pread",
+                   med[ph][o + POOL] / med[ph][o + BASE], med[ph][o + POOL] / med[ph][o + TPOOL]);
     }
 
     if (csv != NULL && fclose(csv) != 0)

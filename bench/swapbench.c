@@ -293,7 +293,7 @@ static void run_pool(double mbps[2][NIMPL][64], int r, int direct, int threads)
     size_t ahead = threads ? 0 : depth < mem_limit / entry_size / 2 ? depth
                                                                     : mem_limit / entry_size / 2;
     for (size_t i = 0; i < n_entries; i++) {
-        for (size_t j = i == 0 ? 1 : i + ahead; j <= i + ahead && j < n_entries; j++)
+        for (size_t j = i == 0 ? 1 : i + ahead; ahead > 0 && j <= i + ahead && j < n_entries; j++)
             if ((rc = pp_prefetch(pool, refs[j])) != 0)
                 fail_pp("pp_prefetch", rc);
         if ((rc = pp_pin(pool, refs[i], 0, &p)) != 0)

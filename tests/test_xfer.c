@@ -318,6 +318,8 @@ Test(xfer, the_depth_bounds_the_requests_in_flight)
  * queued loads: 1 MiB, four of them), then nothing else resident. */
 static pp_pool_t *queued_loads_pool(faultdev_t **f, pp_ref_t *refs)
 {
+    char why[96];
+    cr_assert(uring_here(why, sizeof why), "io_uring is not usable here: %s", why);
     unsetenv("PINPOOL_IO_ENGINE");
     pp_options_t o = xf_options(16 * MiB);
     o.io_engine = PP_IO_ENGINE_URING;
@@ -336,21 +338,28 @@ static pp_pool_t *queued_loads_pool(faultdev_t **f, pp_ref_t *refs)
     return pool;
 }
 
-Test(xfer, queued_loads_stay_within_their_budget_and_run_together)
+/* The first load holds the swap thread in its first request (the read
+ * gate closed) while the others are queued behind it; with release, each
+ * of those is released right after its prefetch.  The gate stays closed. */
+static void queue_behind_the_first(pp_pool_t *pool, faultdev_t *f, const pp_ref_t *refs,
+                                   bool release)
 {
-    char why[96];
-    cr_assert(uring_here(why, sizeof why), "io_uring is not usable here: %s", why);
-    faultdev_t *f;
-    pp_ref_t refs[QL_N];
-    pp_pool_t *pool = queued_loads_pool(&f, refs);
-
-    /* The first load holds the swap thread in its first request while
-     * the others are queued behind it. */
     faultdev_gate_close(f, true, false);
     assert_rc(pp_prefetch(pool, refs[0]), 0);
     faultdev_wait_blocked(f, 1);
-    for (size_t i = 1; i < QL_N; i++)
+    for (size_t i = 1; i < QL_N; i++) {
         assert_rc(pp_prefetch(pool, refs[i]), 0);
+        if (release)
+            assert_rc(pp_release(pool, refs[i]), 0);
+    }
+}
+
+Test(xfer, queued_loads_stay_within_their_budget_and_run_together)
+{
+    faultdev_t *f;
+    pp_ref_t refs[QL_N];
+    pp_pool_t *pool = queued_loads_pool(&f, refs);
+    queue_behind_the_first(pool, f, refs, false);
     faultdev_gate_open(f);
     /* A pin of the last, held in the queue until the budget lets it go. */
     check_pattern_of(pool, refs[QL_N - 1], QL_SIZE, 400 + QL_N - 1);
@@ -373,19 +382,11 @@ Test(xfer, queued_loads_stay_within_their_budget_and_run_together)
  * the one still wanted loads. */
 Test(xfer, entries_released_while_their_loads_wait_are_freed_once)
 {
-    char why[96];
-    cr_assert(uring_here(why, sizeof why), "io_uring is not usable here: %s", why);
     faultdev_t *f;
     pp_ref_t refs[QL_N];
     pp_pool_t *pool = queued_loads_pool(&f, refs);
     uint64_t puts = STAT_TOTAL(pool, puts);
-    faultdev_gate_close(f, true, false);
-    assert_rc(pp_prefetch(pool, refs[0]), 0);
-    faultdev_wait_blocked(f, 1);
-    for (size_t i = 1; i < QL_N; i++) {
-        assert_rc(pp_prefetch(pool, refs[i]), 0);
-        assert_rc(pp_release(pool, refs[i]), 0);
-    }
+    queue_behind_the_first(pool, f, refs, true);
     faultdev_gate_open(f);
     check_pattern_of(pool, refs[0], QL_SIZE, 400);
     test_drain(pool);
@@ -399,18 +400,11 @@ Test(xfer, entries_released_while_their_loads_wait_are_freed_once)
 
 Test(xfer, destroy_with_loads_queued_and_in_flight)
 {
-    char why[96];
-    cr_assert(uring_here(why, sizeof why), "io_uring is not usable here: %s", why);
     faultdev_t *f;
     pp_ref_t refs[QL_N];
     pp_pool_t *pool = queued_loads_pool(&f, refs);
-    faultdev_gate_close(f, true, false);
-    assert_rc(pp_prefetch(pool, refs[0]), 0);
-    faultdev_wait_blocked(f, 1);
-    for (size_t i = 1; i < QL_N; i++)
-        assert_rc(pp_prefetch(pool, refs[i]), 0);
-    for (size_t i = 0; i < QL_N; i++)
-        assert_rc(pp_release(pool, refs[i]), 0);
+    queue_behind_the_first(pool, f, refs, true);
+    assert_rc(pp_release(pool, refs[0]), 0);
     faultdev_gate_open(f);
     test_destroy(pool);                  /* no hang, nothing leaked (ASan) */
     g_xf_pool = NULL;

@@ -57,6 +57,8 @@
  * (--limit 8388608 here, where L3 is 32 MiB), the baseline's reads land in
  * cache-hot buffers and the checksum the pool computes on every load
  * weighs more: that case is reported too (docs/performance.md, swapbench).
+ * --quick (the CI smoke run): 48 entries of 256 KiB through 4 MiB, 2
+ * rounds.
  *
  * The output starts with the machine (machine.h: CPU, caches, cores,
  * kernel, transparent huge pages, date, commit), one "machine: key: value"
@@ -476,6 +478,7 @@ int main(int argc, char **argv)
 {
     unsigned long long entries = 0, rounds = 0;
     int quick = 0, entries_set = 0, rounds_set = 0;
+    size_t size = 0;
     const char *csv_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -483,7 +486,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--entries") == 0 && more)
             entries = number(argv[++i]), entries_set = 1;
         else if (strcmp(a, "--size") == 0 && more)
-            entry_size = (size_t)number(argv[++i]);
+            size = (size_t)number(argv[++i]);
         else if (strcmp(a, "--rounds") == 0 && more)
             rounds = number(argv[++i]), rounds_set = 1;
         else if (strcmp(a, "--dir") == 0 && more)
@@ -508,7 +511,9 @@ int main(int argc, char **argv)
             usage();
     }
     if (quick)                          /* a CI smoke run: a few seconds */
-        n_entries = 48, n_rounds = 3, mem_limit = 8u << 20;
+        n_entries = 48, n_rounds = 2, entry_size = 256u << 10, mem_limit = 4u << 20;
+    if (size != 0)
+        entry_size = size;
     if (entries_set)
         n_entries = (size_t)entries;
     if (rounds_set)

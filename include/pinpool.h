@@ -110,8 +110,12 @@
  *  are bounded by a sixteenth of mem_limit (at least one entry), so
  *  prefetching never pushes out what is in use faster than the device
  *  brings it back, and those beyond the bound wait in the order they were
- *  queued.  A pin waits for a queued load of its entry wherever that load
- *  is.  A pin of a swapped entry that no load holds still loads it on the
+ *  queued.  While queued loads wait or run, the memory of a flat entry
+ *  (no save/load, no free) that the hand evicts is kept, within
+ *  mem_limit, for the next queued load of the same size (its pages are
+ *  already mapped: no page faults on the way in); what no load takes is
+ *  freed when the queue empties.  A pin waits for a queued load of its
+ *  entry wherever that load is.  A pin of a swapped entry that no load holds still loads it on the
  *  pinning thread, blocking (it waits for its own bytes only, never
  *  behind a queue).  Failures are those of the thread engine: a failed or
  *  short write leaves the entry resident (short counts are carried on), a
@@ -125,7 +129,8 @@
  *  PP_IO_ENGINE_URING makes pp_pool_create fail with PP_ENOTSUP and says
  *  why through the report hook.  The stats count each node's requests,
  *  the calls that handed them to the kernel, and the most in flight at
- *  once (io_requests, io_submits, io_inflight_peak, io_load_bytes_peak).
+ *  once (io_requests, io_submits, io_inflight_peak, io_load_bytes_peak),
+ *  and the loads that read into kept memory (io_load_recycled).
  *
  *  Direct I/O (PP_SWAP_DIRECT).  The swap files are opened with O_DIRECT,
  *  so swapped bytes do not also sit in the page cache: the memory that
@@ -1031,6 +1036,8 @@ typedef struct pp_node_stats {
     uint64_t io_load_bytes;      /* bytes of queued loads (prefetch,
                                     WILLNEED, NOWAIT) in flight now */
     uint64_t io_load_bytes_peak; /* the most at once so far */
+    uint64_t io_load_recycled;   /* queued loads read into the memory of an
+                                    entry evicted for them (no page faults) */
     int reclaimer_tid;           /* OS thread id of the node's reclaimer */
     int cpu_bound;               /* reclaimer bound to one CPU of the node */
     int mem_bound;               /* table memory bound to the node */

@@ -314,7 +314,9 @@ uint64_t pp__evict_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32
             /* No pin existed since the claim, and none can start now (the
              * entry is not resident): the memory is ours to free. */
             PP__YIELD(EVICT);
-            pp__data_free(type, data, size);
+            /* Flat memory goes to a queued load if one waits (xfer.c). */
+            if ((type != NULL && type->free != NULL) || !pp__xfer_keep(pool, node, t, data, size))
+                pp__data_free(type, data, size);
             pp__atomic_sub_relaxed(&node->put.resident_bytes, size);
             pp__counter_add(write ? &node->sw.ev_written : &node->sw.ev_clean, 1);
             if (pp__advice_of(node, slot, done) == PP_ADVISE_WONTNEED) {
@@ -558,6 +560,8 @@ static void *pp__swap_main(void *arg)
             pp__xfer_reap(pool, node, true);
             continue;
         }
+        if (node->sw.xf != NULL)
+            pp__xfer_spares_free(node);  /* no load left to take them */
         uint64_t written = pp__atomic_load_relaxed(&node->sw.sw_written);
         if (written == node->sw.synced) {
             ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, NULL);

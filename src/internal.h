@@ -360,6 +360,13 @@ int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t s
 bool pp__xfer_loads(pp_pool_t *pool, pp__node_t *node, bool stop);
 /* Whether requests are in flight, or queued loads wait for their turn. */
 bool pp__xfer_busy(const pp__node_t *node);
+/* The memory of a flat entry that t's eviction just freed: kept for the
+ * node's next queued load of that size when t is the node's swap thread
+ * on the io_uring engine and loads wait (true), else not taken (false).
+ * pp__xfer_spares_free frees what no load took. */
+bool pp__xfer_keep(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t, void *data,
+                   size_t size);
+void pp__xfer_spares_free(pp__node_t *node);
 /* Cancels the loads not started and waits for every request in flight. */
 void pp__xfer_stop(pp_pool_t *pool, pp__node_t *node);
 
@@ -401,6 +408,8 @@ ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const c
                            size_t *iolen);
 void pp__swap_save_end(pp_pool_t *pool, pp__node_t *node, pp__wout_t *w, int rc);
 /* A load in parts: begin makes the memory the copy is read into (l->dst,
+ * the entry's memory being spare if not NULL: flat data only, malloc'd,
+ * of the entry's size and, in direct mode, whole pages; begin owns it),
  * l->iolen bytes to ask for l->len of copy, at l->off), end checks the
  * checksum (sum: the caller's hash of dst, or NULL to hash it now) and
  * makes the entry's data (*data) from it, or frees what begin made.  The
@@ -413,7 +422,8 @@ typedef struct pp__lin {
     size_t len, iolen;
     uint64_t off;
 } pp__lin_t;
-int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l);
+int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l,
+                        void *spare);
 int pp__swap_load_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l, int rc,
                       const uint64_t *sum, void **data);
 /* A request of iolen bytes of which need must come (a read: the copy's

@@ -144,6 +144,7 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
     if (from->io_inflight_peak > to->io_inflight_peak)
         to->io_inflight_peak = from->io_inflight_peak;
     to->io_load_bytes += from->io_load_bytes;
+    to->io_load_recycled += from->io_load_recycled;
     if (from->io_load_bytes_peak > to->io_load_bytes_peak)
         to->io_load_bytes_peak = from->io_load_bytes_peak;
     to->lag_count += from->lag_count;
@@ -227,6 +228,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         s->io_inflight = pp__atomic_load_relaxed(&node->sw.io_inflight);
         s->io_inflight_peak = pp__atomic_load_relaxed(&node->sw.io_inflight_peak);
         s->io_load_bytes = pp__atomic_load_relaxed(&node->sw.io_load_bytes);
+        s->io_load_recycled = pp__atomic_load_relaxed(&node->sw.io_load_recycled);
         s->io_load_bytes_peak = pp__atomic_load_relaxed(&node->sw.io_load_bytes_peak);
         uint32_t slots = pp__atomic_load_relaxed(&node->put.next_slot);
         s->slots = slots < PP__MAX_SLOTS ? slots : PP__MAX_SLOTS;

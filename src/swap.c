@@ -100,10 +100,7 @@ bool pp__type_swappable(const pp_type_t *type)
 /* Space                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t pp__pages(uint64_t len)
-{
-    return (len + PP__PAGE - 1) / PP__PAGE * PP__PAGE;
-}
+static uint64_t pp__pages(uint64_t len) { return (len + PP__PAGE - 1) / PP__PAGE * PP__PAGE; }
 
 /* Hands out cap bytes of node's stream (counted against swap_limit). */
 static int pp__space_alloc(pp_pool_t *pool, pp__node_t *node, uint64_t cap, uint64_t *off)
@@ -908,10 +905,10 @@ static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const 
     return PP_ECORRUPT;
 }
 
-int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l)
+int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin_t *l,
+                        void *spare)
 {
-    /* Pre (internal.h): the caller holds LOADING on a swapped entry that is
-     * not resident. */
+    /* Pre (internal.h): LOADING held on a swapped entry, not resident. */
     PP__ASSERT((pp__atomic_load_relaxed(&e->pw) &
                 (PP__F_LOADING | PP__F_SWAPPED | PP__F_RESIDENT)) ==
                (PP__F_LOADING | PP__F_SWAPPED));
@@ -921,13 +918,16 @@ int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__l
     PP__CHECK(l->rec != NULL);
     const pp_type_t *type = c->type;
     l->custom = type != NULL && type->load != NULL;
+    PP__CHECK(spare == NULL || !l->custom);   /* spare: flat data only */
     l->len = l->rec->len;
     l->iolen = pp__align_up(l->len, pp__align(pool));
     l->off = l->rec->off;
     if (!l->custom) {
-        if (l->rec->raw != c->size)
+        if (l->rec->raw != c->size) {
+            free(spare);
             return pp__corrupt(pool, node, e, "has the wrong length");
-        l->mem = pp__io_alloc(pool, c->size);
+        }
+        l->mem = spare != NULL ? spare : pp__io_alloc(pool, c->size);
         if (l->mem == NULL)
             return PP_ENOMEM;
         if (l->rec->len == l->rec->raw) {
@@ -991,7 +991,7 @@ int pp__swap_load_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin
 int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data)
 {
     pp__lin_t l;
-    int rc = pp__swap_load_begin(pool, node, e, &l);
+    int rc = pp__swap_load_begin(pool, node, e, &l, NULL);
     if (rc != 0)
         return rc;
     uint64_t sum = 0;

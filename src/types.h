@@ -258,7 +258,7 @@ typedef struct pp__node {
         struct pp__xfer *xf;             /* xfer.c: the io_uring engine, or NULL */
         /* The engine's counts (pinpool.h, pp_node_stats_t.io_*): */
         _Atomic uint64_t io_requests, io_submits, io_inflight, io_inflight_peak;
-        _Atomic uint64_t io_load_bytes, io_load_bytes_peak;
+        _Atomic uint64_t io_load_bytes, io_load_bytes_peak, io_load_recycled;
         pthread_t io_thread;
         bool io_started;
     } __attribute__((aligned(PP__PAD))) sw;

@@ -31,8 +31,21 @@
  * entry): prefetches never push out what is in use faster than the device
  * brings it back.  A queued load that finds no room has the hand evict
  * for it first, as the thread engine does.
+ *
+ * Memory for loads.  While queued loads wait or run, the memory of a flat
+ * entry that the hand evicts is not freed but kept (pp__xfer_keep: at most
+ * PP__SPARES buffers, within the room the limit has), and the next queued
+ * load of that size reads into it: its pages are already mapped, where
+ * fresh memory from malloc costs a page fault per page on first touch
+ * (and on a virtual machine far more: on the 2-core VM of
+ * docs/performance.md the faults, not the disk, bounded swap-in).  The
+ * room it held was given back to the limit when the entry was evicted,
+ * as a freed buffer's is; what no load takes is freed when the swap
+ * thread runs out of loads.
  */
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +55,8 @@
 #include "swapdev.h"
 
 typedef struct pp__xjob pp__xjob_t;
+
+#define PP__SPARES 16                    /* evicted buffers kept for loads, at most */
 
 /* One request in flight. */
 typedef struct pp__xreq {
@@ -83,6 +98,10 @@ struct pp__xfer {
     pp__ioreq_t **rq;                    /* a reap's completions */
     ssize_t *res;
     ck_stack_entry_t *held, **held_tail; /* queued loads not started yet, in order */
+    void *spare[PP__SPARES];             /* memory evicted while loads wait (pp__xfer_keep) */
+    size_t spare_size[PP__SPARES];
+    unsigned nspare;
+    uint64_t spare_bytes;
 };
 
 static void pp__xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job);
@@ -97,6 +116,8 @@ static void pp__xfer_free(pp__xfer_t *xf)
     if (xf == NULL)
         return;
     pp__ring_free(xf->ring);
+    for (unsigned i = 0; i < xf->nspare; i++)
+        free(xf->spare[i]);
     for (unsigned i = 0; xf->jobs != NULL && i < xf->depth; i++)
         free(xf->jobs[i].bounce);
     pp__free(xf->jobs);
@@ -416,6 +437,53 @@ static void pp__xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *jo
     (void)pp__load_end(pool, node->index, e, rc, data, node->sw.st);
 }
 
+bool pp__xfer_keep(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t, void *data,
+                   size_t size)
+{
+    pp__xfer_t *xf = pp__xfer_of(node, t);
+    /* Only within the limit: resident still counts this buffer (the
+     * eviction gives its room back after this call), so the resident
+     * bytes and the kept ones together stay within mem_limit unless puts
+     * and pins on other threads take that room before the loads do. */
+    if (xf == NULL || xf->nspare == PP__SPARES ||
+        pp__atomic_load_relaxed(&pool->resident) + xf->spare_bytes > pool->mem_limit)
+        return false;
+    if (xf->held == NULL && xf->load_bytes == 0)
+        return false;                    /* no load to take it soon */
+    /* A load reads whole pages in direct mode, into page-aligned memory. */
+    size_t a = pool->dev->align > 1 ? pool->dev->align : 1;
+    if ((uintptr_t)data % a != 0 || malloc_usable_size(data) < (size + a - 1) / a * a)
+        return false;
+    xf->spare[xf->nspare] = data;
+    xf->spare_size[xf->nspare++] = size;
+    xf->spare_bytes += size;
+    return true;
+}
+
+/* A kept buffer of size bytes, or NULL. */
+static void *pp__xfer_take(pp__xfer_t *xf, size_t size)
+{
+    for (unsigned i = 0; i < xf->nspare; i++) {
+        if (xf->spare_size[i] != size)
+            continue;
+        void *p = xf->spare[i];
+        xf->nspare--;
+        xf->spare[i] = xf->spare[xf->nspare];
+        xf->spare_size[i] = xf->spare_size[xf->nspare];
+        xf->spare_bytes -= size;
+        return p;
+    }
+    return NULL;
+}
+
+void pp__xfer_spares_free(pp__node_t *node)
+{
+    pp__xfer_t *xf = node->sw.xf;
+    while (xf->nspare > 0)
+        free(xf->spare[--xf->nspare]);
+    xf->spare_bytes = 0;
+}
+
 /* Starts the load of e (claimed LOADING): room reserved (the hand evicts
  * for it if need be, as pp__load_only does), memory made, its requests
  * handed over.  A load that cannot start ends at once with its error. */
@@ -436,7 +504,10 @@ static void pp__xfer_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         return;
     }
     pp__xjob_t *job = pp__xfer_job(xf);
-    rc = pp__swap_load_begin(pool, node, e, &job->l);
+    const pp_type_t *type = pp__cold(e)->type;
+    void *spare = type == NULL || type->load == NULL ? pp__xfer_take(xf, size) : NULL;
+    pp__atomic_add_relaxed(&node->sw.io_load_recycled, spare != NULL);
+    rc = pp__swap_load_begin(pool, node, e, &job->l, spare);
     if (rc != 0) {
         pp__xfer_job_free(xf, job);
         pp__mem_unreserve(pool, size);
@@ -493,4 +564,5 @@ void pp__xfer_stop(pp_pool_t *pool, pp__node_t *node)
     (void)pp__xfer_loads(pool, node, true);   /* cancels those not started */
     while (node->sw.xf->inflight > 0)
         pp__xfer_reap(pool, node, true);
+    pp__xfer_spares_free(node);
 }

@@ -4,7 +4,9 @@
  * that choose it and their errors, write-outs handed to the kernel
  * together (and never more than the depth allows), queued loads kept
  * within their budget, a pin of a load still held in the queue, and
- * releases and destroy while loads wait.
+ * releases and destroy while loads wait, and queued loads read into the
+ * memory of flat entries evicted for them (never a typed load, never on
+ * the thread engine).
  *
  * The swap suites (test_swap, test_swap_direct, test_evict, test_advise)
  * run every fault, gate and race of the swap path through both engines:
@@ -314,18 +316,21 @@ Test(xfer, the_depth_bounds_the_requests_in_flight)
 #define QL_N 8
 #define QL_SIZE (256 * KiB)
 
-/* QL_N entries of QL_SIZE swapped out of a 16 MiB pool (their budget for
- * queued loads: 1 MiB, four of them), then nothing else resident. */
-static pp_pool_t *queued_loads_pool(faultdev_t **f, pp_ref_t *refs)
+/* QL_N entries of QL_SIZE (and type) swapped out of a 16 MiB pool on
+ * engine (their budget for queued loads: 1 MiB, four of them), then
+ * nothing else resident. */
+static pp_pool_t *queued_loads_pool_on(unsigned engine, const pp_type_t *type, faultdev_t **f,
+                                       pp_ref_t *refs)
 {
     char why[96];
-    cr_assert(uring_here(why, sizeof why), "io_uring is not usable here: %s", why);
+    if (engine == PP_IO_ENGINE_URING)
+        cr_assert(uring_here(why, sizeof why), "io_uring is not usable here: %s", why);
     unsetenv("PINPOOL_IO_ENGINE");
     pp_options_t o = xf_options(16 * MiB);
-    o.io_engine = PP_IO_ENGINE_URING;
+    o.io_engine = engine;
     pp_pool_t *pool = xf_pool(&o, f);
     for (size_t i = 0; i < QL_N; i++) {
-        refs[i] = put_pattern(pool, QL_SIZE, 400 + i, NULL);
+        refs[i] = put_pattern(pool, QL_SIZE, 400 + i, type);
         assert_rc(pp_advise(pool, refs[i], PP_ADVISE_WONTNEED), 0);
     }
     /* 2 + 14 MiB: fits, above the high watermark: the pass takes the
@@ -336,6 +341,11 @@ static pp_pool_t *queued_loads_pool(faultdev_t **f, pp_ref_t *refs)
     assert_rc(pp_release(pool, big), 0);
     test_drain(pool);
     return pool;
+}
+
+static pp_pool_t *queued_loads_pool(faultdev_t **f, pp_ref_t *refs)
+{
+    return queued_loads_pool_on(PP_IO_ENGINE_URING, NULL, f, refs);
 }
 
 /* The first load holds the swap thread in its first request (the read
@@ -408,4 +418,89 @@ Test(xfer, destroy_with_loads_queued_and_in_flight)
     faultdev_gate_open(f);
     test_destroy(pool);                  /* no hang, nothing leaked (ASan) */
     g_xf_pool = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory for queued loads                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A type whose bytes go through save and load: its loads make their own
+ * memory. */
+static int saved_save(const void *data, size_t size, pp_writer_t *w, void *ctx)
+{
+    (void)ctx;
+    return pp_write(w, data, size);
+}
+
+static int saved_load(void **data, size_t size, pp_reader_t *r, void *ctx)
+{
+    (void)ctx;
+    void *p = malloc(size);
+    if (p == NULL)
+        return PP_ENOMEM;
+    int rc = pp_read(r, p, size);
+    if (rc != 0) {
+        free(p);
+        return rc;
+    }
+    *data = p;
+    return 0;
+}
+
+static const pp_type_t saved_type = {.name = "saved", .save = saved_save, .load = saved_load};
+
+/* 15 MiB of flat entries of QL_SIZE: the high watermark, not over it. */
+#define RC_FILL 60
+
+/*
+ * The QL_N entries (of type) on disk under engine; RC_FILL flat entries
+ * of the same size fill the pool to its high watermark without an
+ * eviction.  The QL_N loads are queued behind the first (held in its
+ * read): 2 MiB where 1 MiB is left, so the hand must evict at least four
+ * of the fill while loads wait or run.  Every byte is checked after;
+ * returns the pool's io_load_recycled.
+ */
+static uint64_t recycled_by_queued_loads(unsigned engine, const pp_type_t *type)
+{
+    faultdev_t *f;
+    pp_ref_t refs[QL_N + RC_FILL];
+    pp_pool_t *pool = queued_loads_pool_on(engine, type, &f, refs);
+    uint64_t written = STAT_TOTAL(pool, evictions_written);
+    for (size_t i = 0; i < RC_FILL; i++)
+        refs[QL_N + i] = put_pattern(pool, QL_SIZE, 600 + i, NULL);
+    cr_assert_eq(STAT_TOTAL(pool, evictions_written), written, "the fill was evicted before "
+                 "the loads: it went over the high watermark");
+    queue_behind_the_first(pool, f, refs, false);
+    faultdev_gate_open(f);
+    for (size_t i = 0; i < QL_N; i++)
+        check_pattern_of(pool, refs[i], QL_SIZE, 400 + i);
+    for (size_t i = 0; i < RC_FILL; i++)
+        check_pattern_of(pool, refs[QL_N + i], QL_SIZE, 600 + i);
+    test_drain(pool);
+    pp_stats_t *s = test_stats_new(pool);
+    cr_assert_geq(s->total.evictions_written - written, 4, "%" PRIu64 " of the fill evicted "
+                  "for 1 MiB of loads", s->total.evictions_written - written);
+    uint64_t recycled = s->total.io_load_recycled;
+    cr_assert_leq(recycled, s->total.loads);
+    free(s);
+    xf_finish(pool, refs, QL_N + RC_FILL);  /* spares no load took: freed (ASan) */
+    return recycled;
+}
+
+Test(xfer, queued_loads_read_into_memory_evicted_for_them)
+{
+    uint64_t n = recycled_by_queued_loads(PP_IO_ENGINE_URING, NULL);
+    cr_assert_gt(n, 0, "no queued load took the memory of an entry evicted for it");
+}
+
+Test(xfer, typed_loads_make_their_own_memory)
+{
+    uint64_t n = recycled_by_queued_loads(PP_IO_ENGINE_URING, &saved_type);
+    cr_assert_eq(n, 0, "%" PRIu64 " loads of a type with its own load read into kept memory", n);
+}
+
+Test(xfer, the_thread_engine_keeps_no_memory_for_loads)
+{
+    uint64_t n = recycled_by_queued_loads(PP_IO_ENGINE_THREADS, NULL);
+    cr_assert_eq(n, 0, "%" PRIu64 " loads recycled on the thread engine", n);
 }

@@ -423,7 +423,9 @@ typedef struct pp_type {
     void (*free)(void *data, size_t size, void *ctx);
     /* Swap support.  Both NULL: the bytes [data, data+size) are written
      * straight from memory, and read back into memory from malloc(),
-     * freed with free() -- so such a type must have
+     * freed with free() (from 2 MiB up aligned to 2 MiB and advised
+     * MADV_HUGEPAGE, in either I/O mode: a huge page's first touch is one
+     * page fault, where 4 KiB pages take 512) -- so such a type must have
      * free == NULL too; a type with its own free but no save/load is never
      * evicted (the pool could not hand its free memory it understands),
      * unless it is PP_TYPE_DISCARD (below), which needs neither.

@@ -317,6 +317,79 @@ Test(swap_dio, buffered_counts_inside_a_block_are_carried_on, .timeout = 60)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Memory that loads make                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define HUGE_PAGE (2 * MiB)
+
+/* The VmFlags of the mapping of p in /proc/self/smaps, into flags. */
+static void vma_flags(const void *p, char *flags, size_t n)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    cr_assert_not_null(f, "/proc/self/smaps: %s", strerror(errno));
+    char line[512];
+    bool in = false;
+    flags[0] = '\0';
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+            line[strspn(line, "0123456789abcdef")] == '-') {
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(flags, n, "%s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+    cr_assert_neq(flags[0], '\0', "no mapping of %p in /proc/self/smaps", p);
+}
+
+/* A load of PP__HUGE bytes or more reads into memory aligned to a huge
+ * page and advised MADV_HUGEPAGE (VmFlags "hg"): one fault where 4 KiB
+ * pages take 512 (src/swap.c, pp__io_alloc). */
+static void loads_make_huge_page_memory(unsigned flags)
+{
+    dio_t s;
+    dio_open(&s, 16 * MiB, flags, false);
+    const size_t sizes[] = {HUGE_PAGE, HUGE_PAGE + 5, 2 * HUGE_PAGE + 4096};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    pp_ref_t ref[N];
+    for (size_t i = 0; i < N; i++)
+        ref[i] = dio_put(&s, sizes[i], 40 + i);
+    dio_squeeze(&s);
+    for (size_t i = 0; i < N; i++) {
+        assert_swapped(&s, ref[i]);
+        void *d = NULL;
+        assert_rc(pp_pin(s.pool, ref[i], 0, &d), 0);
+        char vm[512];
+        vma_flags(d, vm, sizeof vm);
+        bool ok = check_pattern(d, sizes[i], 40 + i);
+        assert_rc(pp_unpin(s.pool, ref[i]), 0);
+        cr_assert(ok, "the %zu-byte entry lost its contents", sizes[i]);
+        cr_assert_eq((uintptr_t)d % HUGE_PAGE, 0, "flags 0x%x: a load of %zu bytes read into %p, "
+                     "not on a huge page", flags, sizes[i], d);
+        cr_assert(strstr(vm, " hg") != NULL, "flags 0x%x: the %zu bytes loaded at %p are not "
+                  "advised MADV_HUGEPAGE (VmFlags:%s)", flags, sizes[i], d, vm);
+    }
+    for (size_t i = 0; i < N; i++)
+        assert_rc(pp_release(s.pool, ref[i]), 0);
+    test_drain(s.pool);
+    dio_close(&s);
+}
+
+Test(swap_dio, direct_loads_of_a_huge_page_read_into_huge_page_memory, .timeout = 60)
+{
+    loads_make_huge_page_memory(PP_SWAP_DIRECT);
+    loads_make_huge_page_memory(PP_SWAP_DIRECT | PP_SWAP_COMPRESS);
+}
+
+Test(swap_dio, buffered_loads_of_a_huge_page_read_into_huge_page_memory, .timeout = 60)
+{
+    loads_make_huge_page_memory(0);
+    loads_make_huge_page_memory(PP_SWAP_COMPRESS);
+}
+
+/* ------------------------------------------------------------------------ */
 /* A file system that refuses O_DIRECT                                       */
 /* ------------------------------------------------------------------------ */
 

@@ -615,6 +615,8 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
         printf("  swap I/O engine: %s (io_engine %u), depth %u, why \"%.*s\"\n",
                engine_name(s->io_engine, 0, b1), s->io_engine, s->io_depth,
                (int)sizeof s->io_engine_why, s->io_engine_why);
+        printf("  loads into the memory of an evicted tile %" PRIu64 " of %" PRIu64 "\n",
+               t->io_load_recycled, t->loads);
         double mat = (double)r->matrix_bytes;
         int sw_ok = (double)t->swap_bytes_written >= mat;
         printf("  swap: written %.1f MiB, read %.1f MiB  (%.2fx the matrix written%s)\n",

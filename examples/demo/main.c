@@ -355,14 +355,13 @@ static int finish_options(options_t *o)
      * 10% faster here) and costs when it does not (libomp runs a worker's
      * own newest task first: the guessed tiles were loaded for nothing and
      * evicted others, 2x the loads, 35% slower). */
-    /* In the left order, the next tasks' tiles are loaded for nothing as
-     * often as not when the page cache serves the loads (0.45 GB more read
-     * at order 8192); with --direct the disk is the bottleneck and loading
-     * ahead overlaps it with the kernels (factorize 4.3 s against 5.6 s). */
+    /* In the left order too, with the buffered store as with --direct: the
+     * tiles of the next tasks are read a little more often for nothing
+     * (1.14 GB read at order 8192 against 1.02 GB), but their loads
+     * overlap the kernels (factorize 2.31 s against 2.70 s buffered, 4
+     * interleaved runs; with --direct 4.3 s against 5.6 s). */
     if (!o->lookahead_given)
-        c->lookahead = strcmp(demo_omp_runtime(), "libgomp") == 0 &&
-                               (c->order == DEMO_ORDER_RIGHT || c->direct)
-                           ? c->threads : 0;
+        c->lookahead = strcmp(demo_omp_runtime(), "libgomp") == 0 ? c->threads : 0;
     return 0;
 }
 

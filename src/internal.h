@@ -57,6 +57,10 @@ void *pp__realloc(void *p, size_t size);
 void *pp__aligned_alloc(size_t align, size_t size);   /* zeroed */
 void pp__free(void *p);
 bool pp__alloc_note(void);        /* counts one made elsewhere; false: fail it */
+/* Memory the swap store reads into or writes from, freed with free():
+ * page-aligned and padded to pages if direct; from 2 MiB up aligned to
+ * 2 MiB and advised MADV_HUGEPAGE. */
+void *pp__io_alloc(size_t n, bool direct);
 
 /* error.c */
 void pp__report(pp_pool_t *pool, const char *fmt, ...)

@@ -41,7 +41,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <xxhash.h>
 #if defined(__x86_64__)
 #include <xxh_x86dispatch.h>   /* XXH3 with the widest SIMD this CPU has */
@@ -51,7 +50,6 @@
 #include "swapdev.h"
 
 #define PP__PAGE      4096u
-#define PP__HUGE      (2u << 20)   /* a transparent huge page (x86-64, arm64 with 4 KiB pages) */
 /* Buffered writes and reads go in chunks that stay in the L2 cache between
  * the copy and the hash (the hash just before each write, just after each
  * read); a write's chunks are the unit in which a pin stops a write-out.
@@ -319,29 +317,6 @@ static bool pp__aligned(const void *p, size_t a)
     return (uintptr_t)p % a == 0;
 }
 
-/* Memory the store reads into or writes from: page-aligned and padded to
- * whole pages in direct mode (so the device can move it straight), plain
- * malloc otherwise (glibc reuses the chunks evictions just freed, where
- * aligned requests of 1 MiB grow and trim the heap, a brk and ~50 page
- * faults, on every load).  From PP__HUGE bytes up, in either mode, it is
- * aligned to PP__HUGE and asked to be backed by transparent huge pages
- * (MADV_HUGEPAGE; only a hint): memory a load reads into is fresh as often
- * as not, and its first touch costs a page fault per 4 KiB page, where a
- * huge page costs one (on the VM of docs/performance.md, 2.7 ms against
- * 0.55 ms to read and check 2 MiB).  Freed with free(). */
-static void *pp__io_alloc(const pp_pool_t *pool, size_t n)
-{
-    if (n < PP__HUGE && pp__align(pool) == 1)
-        return pp__malloc(n > 0 ? n : 1);
-    void *p = NULL;
-    if (!pp__alloc_note() ||
-        posix_memalign(&p, n < PP__HUGE ? PP__PAGE : PP__HUGE, pp__pages(n > 0 ? n : 1)) != 0)
-        return NULL;
-    if (n >= PP__HUGE)
-        (void)madvise(p, n / PP__HUGE * PP__HUGE, MADV_HUGEPAGE);   /* EINVAL without THP */
-    return p;
-}
-
 /* Counts an I/O error of node and reports it (the 1st, 2nd, 4th, ...: no
  * flood). */
 static void pp__io_error(pp_pool_t *pool, pp__node_t *node, const char *what, size_t n,
@@ -488,7 +463,7 @@ static int pp__store_begin(pp_pool_t *pool, pp__node_t *node, const char *src, s
     w->padded = false;
     if (pool->compress && len >= 256 && len <= (size_t)LZ4_MAX_INPUT_SIZE) {
         int bound = LZ4_compressBound((int)len);
-        w->cbuf = pp__io_alloc(pool, (size_t)bound);
+        w->cbuf = pp__io_alloc((size_t)bound, pp__align(pool) > 1);
         if (w->cbuf != NULL) {
             int c = LZ4_compress_default(src, w->cbuf, (int)len, bound);
             if (c > 0 && (size_t)c <= len - len / 16) {
@@ -937,7 +912,7 @@ int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__l
             free(spare);
             return pp__corrupt(pool, node, e, "has the wrong length");
         }
-        l->mem = spare != NULL ? spare : pp__io_alloc(pool, c->size);
+        l->mem = spare != NULL ? spare : pp__io_alloc(c->size, pp__align(pool) > 1);
         if (l->mem == NULL)
             return PP_ENOMEM;
         if (l->rec->len == l->rec->raw) {
@@ -945,7 +920,7 @@ int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__l
             return 0;
         }
     }
-    l->stored = pp__io_alloc(pool, l->len);
+    l->stored = pp__io_alloc(l->len, pp__align(pool) > 1);
     if (l->stored == NULL) {
         free(l->mem);
         l->mem = NULL;

@@ -110,11 +110,12 @@
  *  are bounded by a sixteenth of mem_limit (at least one entry), so
  *  prefetching never pushes out what is in use faster than the device
  *  brings it back, and those beyond the bound wait in the order they were
- *  queued.  While queued loads wait or run, the memory of a flat entry
- *  (no save/load, no free) that the hand evicts is kept, within
- *  mem_limit, for the next queued load of the same size (its pages are
- *  already mapped: no page faults on the way in); what no load takes is
- *  freed when the queue empties.  A pin waits for a queued load of its
+ *  queued.  The memory of a flat entry (no save/load, no free) that the
+ *  swap thread evicts is kept, within mem_limit, for the next queued load
+ *  of the same size (its pages are already mapped: no page faults on the
+ *  way in); what no load takes is freed once the swap thread has idled a
+ *  second, or as soon as resident entries need the room it was kept in
+ *  (at most 16 buffers per node).  A pin waits for a queued load of its
  *  entry wherever that load is.  A pin of a swapped entry that no load holds still loads it on the
  *  pinning thread, blocking (it waits for its own bytes only, never
  *  behind a queue).  Failures are those of the thread engine: a failed or
@@ -1039,7 +1040,7 @@ typedef struct pp_node_stats {
                                     WILLNEED, NOWAIT) in flight now */
     uint64_t io_load_bytes_peak; /* the most at once so far */
     uint64_t io_load_recycled;   /* queued loads read into the memory of an
-                                    entry evicted for them (no page faults) */
+                                    evicted entry (no page faults) */
     int reclaimer_tid;           /* OS thread id of the node's reclaimer */
     int cpu_bound;               /* reclaimer bound to one CPU of the node */
     int mem_bound;               /* table memory bound to the node */

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "swapdev.h"   /* PP__SWAP_ALIGN: what direct I/O needs */
 #include "testhooks.h"   /* the allocation hooks, defined here */
 
 static _Atomic uint64_t pp__allocs;
@@ -105,7 +106,8 @@ void *pp__io_alloc(size_t n, bool direct)
         return pp__malloc(n);
     void *p;
     if (!pp__alloc_ok_size(n) ||
-        posix_memalign(&p, n < PP__HUGE ? 4096 : PP__HUGE, (n + 4095) / 4096 * 4096) != 0)
+        posix_memalign(&p, n < PP__HUGE ? PP__SWAP_ALIGN : PP__HUGE,
+                       (n + PP__SWAP_ALIGN - 1) / PP__SWAP_ALIGN * PP__SWAP_ALIGN) != 0)
         return NULL;
     if (n >= PP__HUGE)
         (void)madvise(p, n / PP__HUGE * PP__HUGE, MADV_HUGEPAGE);

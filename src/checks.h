@@ -119,6 +119,8 @@ enum pp__test_point {
                              taken (arg: entry) */
     PP__TP_UNPIN_MANY_CHECKED, /* pin.c, pp_unpin_many: the batch passed its
                              check, no pin dropped yet (arg: the refs) */
+    PP__TP_SWAP_IDLE,     /* evict.c, a swap thread about to wait for work:
+                             nothing in flight or held (arg: its node) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
 void pp__test_point_run(enum pp__test_point where, void *arg);

@@ -531,6 +531,7 @@ static void *pp__swap_main(void *arg)
             /* Starts queued loads, takes what has ended (xfer.c). */
             loads = pp__xfer_loads(pool, node, false);
             pp__xfer_reap(pool, node, false);
+            pp__xfer_spares_trim(pool, node);
         } else {
             loads = pp__swap_loads(pool, node, stop);
             if (stop)
@@ -560,10 +561,12 @@ static void *pp__swap_main(void *arg)
             pp__xfer_reap(pool, node, true);
             continue;
         }
-        if (node->sw.xf != NULL)
-            pp__xfer_spares_free(node);  /* no load left to take them */
+        PP__TEST_POINT(SWAP_IDLE, node);
         uint64_t written = pp__atomic_load_relaxed(&node->sw.sw_written);
-        if (written == node->sw.synced) {
+        /* Memory kept for loads stays over idle moments: the next burst
+         * of prefetches reads into it instead of into fresh pages. */
+        bool kept = pp__xfer_spare_bytes(node) > 0;
+        if (written == node->sw.synced && !kept) {
             ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, NULL);
             continue;
         }
@@ -571,8 +574,13 @@ static void *pp__swap_main(void *arg)
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += PP__SYNC_IDLE_NS / 1000000000L;
         if (ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, &deadline) != 0) {
-            node->sw.synced = written;       /* idle since: start writeback */
-            (void)pool->dev->sync(pool->dev, node->index);
+            /* idle since: start writeback, give back what no load took */
+            if (written != node->sw.synced) {
+                node->sw.synced = written;
+                (void)pool->dev->sync(pool->dev, node->index);
+            }
+            if (kept)
+                pp__xfer_spares_free(node);
         }
     }
     return NULL;

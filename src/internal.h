@@ -366,11 +366,19 @@ bool pp__xfer_loads(pp_pool_t *pool, pp__node_t *node, bool stop);
 bool pp__xfer_busy(const pp__node_t *node);
 /* The memory of a flat entry that t's eviction just freed: kept for the
  * node's next queued load of that size when t is the node's swap thread
- * on the io_uring engine and loads wait (true), else not taken (false).
- * pp__xfer_spares_free frees what no load took. */
+ * on the io_uring engine and there is room (true), else not taken
+ * (false).
+ * What no load takes stays kept while the swap thread idles, and
+ * pp__xfer_spares_free frees it once the thread has idled a second
+ * (PP__SYNC_IDLE_NS, evict.c), pp__xfer_spares_trim as soon as the resident
+ * bytes and the kept ones together pass the limit. */
 bool pp__xfer_keep(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t, void *data,
                    size_t size);
 void pp__xfer_spares_free(pp__node_t *node);
+void pp__xfer_spares_trim(pp_pool_t *pool, pp__node_t *node);
+/* Bytes kept for loads (0 on the thread engine).  The swap thread's own,
+ * and tests' at its idle test point. */
+uint64_t pp__xfer_spare_bytes(const pp__node_t *node);
 /* Cancels the loads not started and waits for every request in flight. */
 void pp__xfer_stop(pp_pool_t *pool, pp__node_t *node);
 

@@ -504,3 +504,164 @@ Test(xfer, the_thread_engine_keeps_no_memory_for_loads)
     uint64_t n = recycled_by_queued_loads(PP_IO_ENGINE_THREADS, NULL);
     cr_assert_eq(n, 0, "%" PRIu64 " loads recycled on the thread engine", n);
 }
+
+/*
+ * Kept memory over an idle moment.  The swap thread keeps what it evicts
+ * of flat entries; the hook below stops it at its first idle point after
+ * the QL_N loads of the first burst (PP__TP_SWAP_IDLE), records what it
+ * still keeps, and holds it there until the test lets it go: so the test
+ * acts while the thread is idle, whatever the timing.  It keeps at least
+ * one buffer of the fill there, whatever order the burst ran in: its
+ * first eviction is always kept (nothing kept yet, the pool within its
+ * limit), the loads (of another size) take none, a trim leaves what fits
+ * beside the resident bytes, and at the idle point those are at most the
+ * high watermark (else the pass would have evicted, and kept, more).
+ */
+typedef struct idle_hook {
+    pp_pool_t *pool;
+    _Atomic int armed;                   /* 1: stop at the next idle point */
+    _Atomic int empty_only;              /* 1: only at one with nothing kept */
+    _Atomic int inside;                  /* the hook runs on the swap thread */
+    int hits;                            /* stops so far (the swap thread's) */
+    uint64_t kept;                       /* spare bytes at the last stop */
+    uint64_t resident;                   /* the pool's resident bytes there */
+    test_sig_t at, go;                   /* at: stops made; go: stops let go */
+} idle_hook_t;
+
+static void idle_point(enum pp__test_point where, void *arg, void *ctx)
+{
+    idle_hook_t *h = ctx;
+    pp__node_t *node = arg;
+    if (where != PP__TP_SWAP_IDLE || node->pool != h->pool ||
+        pp__atomic_load_relaxed(&node->sw.loads) < QL_N ||
+        (atomic_load(&h->empty_only) && pp__xfer_spare_bytes(node) > 0) ||
+        atomic_exchange(&h->armed, 0) == 0)
+        return;
+    atomic_store(&h->inside, 1);
+    h->kept = pp__xfer_spare_bytes(node);
+    h->resident = pp__atomic_load_relaxed(&h->pool->resident);
+    sig_set(&h->at, ++h->hits);
+    (void)sig_wait(&h->go, h->hits);     /* bounded: TEST_WAIT_MS */
+    atomic_store(&h->inside, 0);
+}
+
+/* Entries of the fill of the idle tests: twice a load's size, so that the
+ * first burst's loads, of QL_SIZE, cannot take what their evictions kept;
+ * IDLE_FILL of them fill the pool to its high watermark, as RC_FILL do. */
+#define IDLE_SIZE (2 * QL_SIZE)
+#define IDLE_FILL (RC_FILL / 2)
+
+/* The burst of recycled_by_queued_loads with a fill of IDLE_FILL entries
+ * of IDLE_SIZE, stopped at the idle point after it (the hook installed,
+ * armed once); the fill's refs in fill. */
+static pp_pool_t *first_burst_then_idle(idle_hook_t *h, pp_ref_t *refs, pp_ref_t *fill)
+{
+    faultdev_t *f;
+    pp_pool_t *pool = queued_loads_pool_on(PP_IO_ENGINE_URING, NULL, &f, refs);
+    for (size_t i = 0; i < IDLE_FILL; i++)
+        fill[i] = put_pattern(pool, IDLE_SIZE, 600 + i, NULL);
+    h->pool = pool;
+    sig_init(&h->at);
+    sig_init(&h->go);
+    atomic_store(&h->armed, 1);
+    pp__test_point_hook(idle_point, h);
+    queue_behind_the_first(pool, f, refs, false);
+    faultdev_gate_open(f);
+    cr_assert(sig_wait(&h->at, 1), "the swap thread never idled after the loads");
+    return pool;
+}
+
+/* Lets the swap thread go for good and removes the hook. */
+static void idle_hook_end(idle_hook_t *h)
+{
+    sig_set(&h->go, 1000);
+    cr_assert(WAIT_UNTIL(atomic_load(&h->inside) == 0, TEST_WAIT_MS));
+    pp__test_point_hook(NULL, NULL);
+    sig_destroy(&h->at);
+    sig_destroy(&h->go);
+}
+
+/* The next burst of loads reads into memory kept from the one before,
+ * though the swap thread idled in between (it freed it there before: one
+ * fresh buffer per load of the demo's bursts of prefetches). */
+Test(xfer, memory_kept_for_loads_outlasts_an_idle_moment)
+{
+    idle_hook_t h = {0};
+    pp_ref_t refs[QL_N + IDLE_FILL], *fill = refs + QL_N;
+    pp_pool_t *pool = first_burst_then_idle(&h, refs, fill);
+    cr_assert_geq(h.kept, IDLE_SIZE, "the swap thread keeps %" PRIu64 " bytes over its idle "
+                  "moment: it gave back what the next loads could read into", h.kept);
+    uint64_t recycled = STAT_TOTAL(pool, io_load_recycled);
+    /* The next burst: entries of the fill evicted in the first (swapped
+     * now), as many as the kept buffers hold, queued while it idles. */
+    size_t n = 0;
+    pp_ref_t next[IDLE_FILL];
+    for (size_t i = 0; i < IDLE_FILL && n < h.kept / IDLE_SIZE; i++) {
+        if (is_swapped(pool, fill[i])) {
+            assert_rc(pp_prefetch(pool, fill[i]), 0);
+            next[n++] = fill[i];
+        }
+    }
+    cr_assert_gt(n, 0, "no entry of the fill was evicted for the first loads");
+    idle_hook_end(&h);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(WAIT_UNTIL(!is_swapped(pool, next[i]), TEST_WAIT_MS), "prefetch %zu stays", i);
+    cr_assert_gt(STAT_TOTAL(pool, io_load_recycled), recycled, "none of %zu loads after the idle "
+                 "moment read into the %" PRIu64 " bytes kept", n, h.kept);
+    for (size_t i = 0; i < QL_N; i++)
+        check_pattern_of(pool, refs[i], QL_SIZE, 400 + i);
+    for (size_t i = 0; i < IDLE_FILL; i++)
+        check_pattern_of(pool, fill[i], IDLE_SIZE, 600 + i);
+    xf_finish(pool, refs, QL_N + IDLE_FILL);
+}
+
+/* What no load takes is given back once the thread has idled a while,
+ * without a destroy or another load to make it. */
+Test(xfer, memory_no_load_takes_is_freed_when_the_thread_idles)
+{
+    idle_hook_t h = {0};
+    pp_ref_t refs[QL_N + IDLE_FILL], *fill = refs + QL_N;
+    pp_pool_t *pool = first_burst_then_idle(&h, refs, fill);
+    cr_assert_geq(h.kept, IDLE_SIZE);
+    /* Go on, and stop at the first idle point with nothing kept: within
+     * TEST_WAIT_MS, with nothing more for the thread to do. */
+    atomic_store(&h.empty_only, 1);
+    atomic_store(&h.armed, 1);
+    sig_set(&h.go, 1);
+    cr_assert(sig_wait(&h.at, 2), "the swap thread idles and still keeps memory no load took");
+    cr_assert_eq(h.kept, 0);
+    idle_hook_end(&h);
+    for (size_t i = 0; i < QL_N; i++)
+        check_pattern_of(pool, refs[i], QL_SIZE, 400 + i);
+    xf_finish(pool, refs, QL_N + IDLE_FILL);
+}
+
+/* Kept memory gives way to entries: once puts take the room it was kept
+ * in, the swap thread frees it, and the pool's bytes and the kept ones
+ * together are back within the limit at its next idle point. */
+Test(xfer, memory_kept_for_loads_gives_way_to_puts)
+{
+    idle_hook_t h = {0};
+    pp_ref_t refs[QL_N + IDLE_FILL], *fill = refs + QL_N;
+    pp_pool_t *pool = first_burst_then_idle(&h, refs, fill);
+    cr_assert_geq(h.kept, IDLE_SIZE);
+    cr_assert_leq(h.resident + h.kept, pool->mem_limit);
+    /* Puts into the room the kept bytes were within, up to the limit
+     * (not over it: a put over it would wait for the stopped thread). */
+    size_t n = (size_t)((pool->mem_limit - h.resident) / QL_SIZE);
+    pp_ref_t more[64];
+    cr_assert(n > 0 && n <= 64, "%zu puts", n);
+    for (size_t i = 0; i < n; i++)
+        more[i] = put_pattern(pool, QL_SIZE, 700 + i, NULL);
+    atomic_store(&h.armed, 1);
+    sig_set(&h.go, 1);                   /* go on; stop at the next idle point */
+    cr_assert(sig_wait(&h.at, 2), "the swap thread never idled after the puts");
+    cr_assert_leq(h.resident + h.kept, pool->mem_limit, "%" PRIu64 " bytes kept beside %"
+                  PRIu64 " resident, over the limit of %zu", h.kept, h.resident, pool->mem_limit);
+    idle_hook_end(&h);
+    for (size_t i = 0; i < n; i++)
+        check_pattern_of(pool, more[i], QL_SIZE, 700 + i);
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_release(pool, more[i]), 0);
+    xf_finish(pool, refs, QL_N + IDLE_FILL);
+}

@@ -571,6 +571,15 @@ static pp_pool_t *first_burst_then_idle(idle_hook_t *h, pp_ref_t *refs, pp_ref_t
     return pool;
 }
 
+/* Lets the swap thread go on and waits until it stops at its next idle
+ * point (the hook records what it keeps there). */
+static void idle_hook_next(idle_hook_t *h, const char *what)
+{
+    atomic_store(&h->armed, 1);
+    sig_set(&h->go, 1);
+    cr_assert(sig_wait(&h->at, 2), "%s", what);
+}
+
 /* Lets the swap thread go for good and removes the hook. */
 static void idle_hook_end(idle_hook_t *h)
 {
@@ -626,9 +635,7 @@ Test(xfer, memory_no_load_takes_is_freed_when_the_thread_idles)
     /* Go on, and stop at the first idle point with nothing kept: within
      * TEST_WAIT_MS, with nothing more for the thread to do. */
     atomic_store(&h.empty_only, 1);
-    atomic_store(&h.armed, 1);
-    sig_set(&h.go, 1);
-    cr_assert(sig_wait(&h.at, 2), "the swap thread idles and still keeps memory no load took");
+    idle_hook_next(&h, "the swap thread idles and still keeps memory no load took");
     cr_assert_eq(h.kept, 0);
     idle_hook_end(&h);
     for (size_t i = 0; i < QL_N; i++)
@@ -653,9 +660,7 @@ Test(xfer, memory_kept_for_loads_gives_way_to_puts)
     cr_assert(n > 0 && n <= 64, "%zu puts", n);
     for (size_t i = 0; i < n; i++)
         more[i] = put_pattern(pool, QL_SIZE, 700 + i, NULL);
-    atomic_store(&h.armed, 1);
-    sig_set(&h.go, 1);                   /* go on; stop at the next idle point */
-    cr_assert(sig_wait(&h.at, 2), "the swap thread never idled after the puts");
+    idle_hook_next(&h, "the swap thread never idled after the puts");
     cr_assert_leq(h.resident + h.kept, pool->mem_limit, "%" PRIu64 " bytes kept beside %"
                   PRIu64 " resident, over the limit of %zu", h.kept, h.resident, pool->mem_limit);
     idle_hook_end(&h);

@@ -553,7 +553,8 @@ static void idle_point(enum pp__test_point where, void *arg, void *ctx)
 
 /* The burst of recycled_by_queued_loads with a fill of IDLE_FILL entries
  * of IDLE_SIZE, stopped at the idle point after it (the hook installed,
- * armed once); the fill's refs in fill. */
+ * armed once), where the thread must still keep at least one fill entry's
+ * worth of evicted memory; the fill's refs in fill. */
 static pp_pool_t *first_burst_then_idle(idle_hook_t *h, pp_ref_t *refs, pp_ref_t *fill)
 {
     faultdev_t *f;
@@ -568,6 +569,8 @@ static pp_pool_t *first_burst_then_idle(idle_hook_t *h, pp_ref_t *refs, pp_ref_t
     queue_behind_the_first(pool, f, refs, false);
     faultdev_gate_open(f);
     cr_assert(sig_wait(&h->at, 1), "the swap thread never idled after the loads");
+    cr_assert_geq(h->kept, IDLE_SIZE, "the swap thread keeps %" PRIu64 " bytes over its idle "
+                  "moment: it gave back what the next loads could read into", h->kept);
     return pool;
 }
 
@@ -590,6 +593,15 @@ static void idle_hook_end(idle_hook_t *h)
     sig_destroy(&h->go);
 }
 
+/* The end of an idle test: the first burst's entries still hold their
+ * bytes, and the pool ends with every entry freed. */
+static void idle_test_end(pp_pool_t *pool, pp_ref_t *refs)
+{
+    for (size_t i = 0; i < QL_N; i++)
+        check_pattern_of(pool, refs[i], QL_SIZE, 400 + i);
+    xf_finish(pool, refs, QL_N + IDLE_FILL);
+}
+
 /* The next burst of loads reads into memory kept from the one before,
  * though the swap thread idled in between (it freed it there before: one
  * fresh buffer per load of the demo's bursts of prefetches). */
@@ -598,8 +610,6 @@ Test(xfer, memory_kept_for_loads_outlasts_an_idle_moment)
     idle_hook_t h = {0};
     pp_ref_t refs[QL_N + IDLE_FILL], *fill = refs + QL_N;
     pp_pool_t *pool = first_burst_then_idle(&h, refs, fill);
-    cr_assert_geq(h.kept, IDLE_SIZE, "the swap thread keeps %" PRIu64 " bytes over its idle "
-                  "moment: it gave back what the next loads could read into", h.kept);
     uint64_t recycled = STAT_TOTAL(pool, io_load_recycled);
     /* The next burst: entries of the fill evicted in the first (swapped
      * now), as many as the kept buffers hold, queued while it idles. */
@@ -617,11 +627,9 @@ Test(xfer, memory_kept_for_loads_outlasts_an_idle_moment)
         cr_assert(WAIT_UNTIL(!is_swapped(pool, next[i]), TEST_WAIT_MS), "prefetch %zu stays", i);
     cr_assert_gt(STAT_TOTAL(pool, io_load_recycled), recycled, "none of %zu loads after the idle "
                  "moment read into the %" PRIu64 " bytes kept", n, h.kept);
-    for (size_t i = 0; i < QL_N; i++)
-        check_pattern_of(pool, refs[i], QL_SIZE, 400 + i);
     for (size_t i = 0; i < IDLE_FILL; i++)
         check_pattern_of(pool, fill[i], IDLE_SIZE, 600 + i);
-    xf_finish(pool, refs, QL_N + IDLE_FILL);
+    idle_test_end(pool, refs);
 }
 
 /* What no load takes is given back once the thread has idled a while,
@@ -631,16 +639,13 @@ Test(xfer, memory_no_load_takes_is_freed_when_the_thread_idles)
     idle_hook_t h = {0};
     pp_ref_t refs[QL_N + IDLE_FILL], *fill = refs + QL_N;
     pp_pool_t *pool = first_burst_then_idle(&h, refs, fill);
-    cr_assert_geq(h.kept, IDLE_SIZE);
     /* Go on, and stop at the first idle point with nothing kept: within
      * TEST_WAIT_MS, with nothing more for the thread to do. */
     atomic_store(&h.empty_only, 1);
     idle_hook_next(&h, "the swap thread idles and still keeps memory no load took");
     cr_assert_eq(h.kept, 0);
     idle_hook_end(&h);
-    for (size_t i = 0; i < QL_N; i++)
-        check_pattern_of(pool, refs[i], QL_SIZE, 400 + i);
-    xf_finish(pool, refs, QL_N + IDLE_FILL);
+    idle_test_end(pool, refs);
 }
 
 /* Kept memory gives way to entries: once puts take the room it was kept
@@ -651,7 +656,6 @@ Test(xfer, memory_kept_for_loads_gives_way_to_puts)
     idle_hook_t h = {0};
     pp_ref_t refs[QL_N + IDLE_FILL], *fill = refs + QL_N;
     pp_pool_t *pool = first_burst_then_idle(&h, refs, fill);
-    cr_assert_geq(h.kept, IDLE_SIZE);
     cr_assert_leq(h.resident + h.kept, pool->mem_limit);
     /* Puts into the room the kept bytes were within, up to the limit
      * (not over it: a put over it would wait for the stopped thread). */
@@ -668,5 +672,5 @@ Test(xfer, memory_kept_for_loads_gives_way_to_puts)
         check_pattern_of(pool, more[i], QL_SIZE, 700 + i);
     for (size_t i = 0; i < n; i++)
         assert_rc(pp_release(pool, more[i]), 0);
-    xf_finish(pool, refs, QL_N + IDLE_FILL);
+    idle_test_end(pool, refs);
 }

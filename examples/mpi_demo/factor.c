@@ -19,7 +19,7 @@
  * Why no write-after-read hazard across ranks: a tile is read by other
  * ranks only at its final version, and nothing writes it after that; a
  * remote pin gets a copy (a snapshot) and the home refuses a write pin
- * while a send of the tile is in flight.  In general (docs/mpi-demo.md)
+ * while a send of the tile is in flight.  In general (examples/mpi_demo/README.md)
  * a scheduler lets the writer of version v + 1 run only after the
  * readers of version v have pinned it.
  *
@@ -31,7 +31,7 @@
  * each waiting for a task another has not started, the run deadlocks (an
  * unlucky order, not a bug in the layer: a build that created every task
  * at once hung in 10 of 10 runs at -np 4, order 2048, 64x64 tiles, one
- * worker per rank; docs/mpi-demo.md).  So the scheduler
+ * worker per rank; examples/mpi_demo/README.md).  So the scheduler
  * thread (the OpenMP thread that runs `single`) hands a task to OpenMP
  * only once its remote inputs are published: it looks at a window of the
  * next tasks in the order above (cfg->window), prefetches their remote

@@ -217,7 +217,7 @@ static int parse_options(int argc, char **argv, int rank, int size, options_t *o
      * PP_PUT_NOWAIT, and the pool's swap threads make room for such a put
      * only once the pool is above its high watermark (15/16 of the
      * limit): a copy larger than a 16th of the limit could then never find
-     * room (docs/mpi-demo.md, "Problems seen"). */
+     * room (examples/mpi_demo/README.md, "Problems seen"). */
     uint64_t need = ((uint64_t)c->workers * 4 + 2) * tile;
     if (need < 16 * (tile + 64))
         need = 16 * (tile + 64);

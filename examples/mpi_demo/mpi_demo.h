@@ -4,7 +4,7 @@
  * mpi_demo.h: what main.c (options, progress line, summary), dist.c (the
  * ranks' grid, the tiles, refs and owners, the residual, the end) and
  * factor.c (the task list, the scheduler that hands ready tasks to
- * OpenMP, the tasks) share.  docs/mpi-demo.md describes the whole.
+ * OpenMP, the tasks) share.  examples/mpi_demo/README.md describes the whole.
  */
 #ifndef PINPOOL_MPI_DEMO_H
 #define PINPOOL_MPI_DEMO_H

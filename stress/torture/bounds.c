@@ -51,7 +51,7 @@
  * beyond them is its slots: at most its charge.
  *
  * The allowance (ALLOW_* below, measured on this machine with the
- * --verbose breakdown; see stress/README.md): glibc gives each thread an
+ * --verbose breakdown; see stress/long-runs.md): glibc gives each thread an
  * arena, and the reclaimer frees a block into the arena of the thread that
  * allocated it: each arena keeps the free chunks of its own peak, so the
  * peaks of 16 arenas do not add up to the peak of their sum exactly
@@ -67,7 +67,7 @@
  * pages, hwloc).
  *
  * Sanitizers (measured with --verbose's breakdown and TSan's
- * profile_memory; stress/README.md has the figures).  Four terms:
+ * profile_memory; stress/long-runs.md has the figures).  Four terms:
  *  - SAN_PER_BYTE scales the data terms and the allowance.  ThreadSanitizer
  *    (clang 14's runtime) gives every application byte 2 bytes of shadow
  *    and half a byte of meta shadow: 3.5, rounded up to 4.

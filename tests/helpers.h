@@ -54,7 +54,9 @@
 #endif
 #endif
 
-#ifdef HELPERS_TSAN
+/* A suite built from several files defines HELPERS_NO_RAND_R in all of
+ * them but one, so that its binary holds one rand_r. */
+#if defined(HELPERS_TSAN) && !defined(HELPERS_NO_RAND_R)
 #include <errno.h>
 #include <sys/mman.h>
 /*

@@ -4,10 +4,10 @@
  * short writes and reads that stop inside a block are carried on, a file
  * system that refuses O_DIRECT gives PP_ENOTSUP with a report.
  *
- * Everything else about swap is tests/test_swap.c's, which is also built
+ * Everything else about swap is in tests/test_swap_*.c, also built
  * as test_swap_direct (suite swap_direct): all of it with direct I/O.
  * Here each test makes its pools with and without PP_SWAP_DIRECT itself,
- * and checks what each must do.  Eviction is forced as test_swap.c does
+ * and checks what each must do.  Eviction is forced as test_swap does
  * (dio_squeeze: a NOSWAP entry as large as the limit fits only once every
  * evictable entry is out).  No sleeps.
  */
@@ -92,7 +92,7 @@ static void dio_close(dio_t *s)
 
 static const pp_type_t squeeze_type = {.name = "squeeze", .flags = PP_TYPE_NOSWAP};
 
-/* Every unpinned swappable entry out (see test_swap.c's sw_squeeze). */
+/* Every unpinned swappable entry out (see test_swap_support.c's sw_squeeze). */
 static void dio_squeeze(dio_t *s)
 {
     void *buf = malloc(s->limit);

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""make_corpus.py -- writes the seed corpus of tests/fuzz/fuzz_api.c.
+"""make_corpus.py -- writes the seed corpus of tests/fuzz/fuzz_api.
 
     python3 tests/fuzz/make_corpus.py [DIR]      (default: tests/fuzz/corpus)
 
 Each seed is a small program in fuzz_api's input format (documented at the
-top of fuzz_api.c; the op numbers and argument bytes below follow its
-`enum op` and op_* functions -- keep them in step).  The seeds cover every
-op, every pool configuration and the misuse the target checks: garbage and
-stale refs, double unpins, releases past zero, absurd and zero sizes, NULL
+top of fuzz_api.c; the op numbers and argument bytes below follow the
+`enum op` of fuzz_api.h and the op_* functions of fuzz_ops.c and
+fuzz_ops_more.c -- keep them in step).  The seeds cover every op, every
+pool configuration and the misuse the target checks: garbage and stale
+refs, double unpins, releases past zero, absurd and zero sizes, NULL
 arguments, unknown flags; scopes (past their inline capacity, a ledger
 that cannot grow, pins dropped behind their backs, ended twice, handed
 from thread to thread).  Files named repro-* are inputs that once found a
@@ -19,7 +20,7 @@ import os
 import struct
 import sys
 
-# enum op in fuzz_api.c
+# enum op in fuzz_api.h
 (PUT, PIN, UNPIN, RETAIN, RELEASE, GET, STAT, PREFETCH, PIN_MANY, UNPIN_MANY,
  QUIESCENT, STATS, DRAIN, THREAD_EXIT, TOUCH, MISC, SET_OWNERS, SET_GEN,
  OVERFLOW, DESTROY, SLEEP, FAULT, THREAD, SCOPE) = range(24)
@@ -32,7 +33,7 @@ PLAIN, LIMIT, SWAP, SWAP_LZ4 = 0, 1, 2, 3
 TOPO2, TOPO1, MACHINE = 0 << 2, 2 << 2, 3 << 2
 TRACK, SWAP_LIMIT, SMALL_LIMIT, OVERFLOW_OK = 0x10, 0x20, 0x40, 0x80
 
-# size selectors: index into fuzz_api.c's sizes[] (>= 24: (s - 24) * 97 + 5)
+# size selectors: index into fuzz_ops.c's sizes[] (>= 24: (s - 24) * 97 + 5)
 Z = {0: 0, 1: 1, 3: 2, 8: 3, 63: 4, 100: 5, 511: 6, 1000: 7, 4095: 8, 4096: 9,
      4097: 10, 9000: 11, 16384: 12, 24000: 13, 30000: 14, 40000: 15,
      57344: 16, 61440: 17, 65536: 18, 65537: 19}

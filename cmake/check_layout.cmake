@@ -1,10 +1,11 @@
 # cmake/check_layout.cmake -- the limits that keep the tree readable, as a
 # test (layout.limits): run as cmake -DSRC_DIR=<top of the tree> -P ...
 #   - no source file (.c, .h, .cpp, .hpp) in src/, stress/, bench/,
-#     examples/ or tests/cxx/ over 1,000 lines, nor pinpool.hpp;
-#   - no function there over 150 lines (from its opening brace in column 0
-#     to its closing brace in column 0: C++ members, indented in their
-#     class, are counted with the file only);
+#     examples/ or tests/ over 1,000 lines, nor pinpool.hpp;
+#   - no function over 150 lines in those folders, where tests/ means
+#     tests/cxx/ only: a function runs from its opening brace in column 0
+#     to its closing brace in column 0; C++ members, indented in their
+#     class, are counted with the file only;
 #   - the top-level CMakeLists.txt under 300 lines, README.md under 15,000
 #     bytes;
 #   - no seeded-bug code in src/ or include/ (seeds are patches:
@@ -25,6 +26,13 @@ endforeach()
 file(GLOB found ${SRC_DIR}/include/*.hpp)
 list(APPEND sources ${found})
 list(SORT sources)
+# The rest of tests/: the file limit only.
+set(test_sources "")
+foreach(ext c h cpp hpp)
+    file(GLOB_RECURSE found ${SRC_DIR}/tests/*.${ext})
+    list(APPEND test_sources ${found})
+endforeach()
+list(REMOVE_ITEM test_sources ${sources})
 # Lines of a text (its newlines).
 function(pp_count_lines text out)
     string(REGEX MATCHALL "\n" nl "${text}")
@@ -69,6 +77,15 @@ foreach(f ${sources})
         string(SUBSTRING "${rest}" ${from} -1 rest)
     endwhile()
 endforeach()
+foreach(f ${test_sources})
+    file(RELATIVE_PATH rel ${SRC_DIR} ${f})
+    file(READ ${f} text)
+    pp_count_lines("${text}" n)
+    if(n GREATER 1000)
+        message(SEND_ERROR "${rel}: ${n} lines (at most 1000)")
+        math(EXPR bad "${bad} + 1")
+    endif()
+endforeach()
 file(READ ${SRC_DIR}/CMakeLists.txt top)
 pp_count_lines("${top}" n)
 if(NOT n LESS 300)
@@ -91,6 +108,8 @@ foreach(f ${lib})
     endif()
 endforeach()
 list(LENGTH sources nsrc)
+list(LENGTH test_sources ntest)
+math(EXPR nsrc "${nsrc} + ${ntest}")
 if(bad GREATER 0)
     message(FATAL_ERROR "layout: ${bad} limit(s) broken")
 endif()

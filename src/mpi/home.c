@@ -39,7 +39,7 @@ pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref)
     pp__home_t *h = (pp__home_t *)(uintptr_t)v;
     /* acquire: pairs with pp__home_add's release store of the key, so the
      * record's fields are seen as they were set for this ref */
-    if (atomic_load_explicit(&h->ref, memory_order_acquire) != ref)
+    if (pp__atomic_load_acquire(&h->ref) != ref)
         return NULL;
     return h;
 }
@@ -74,9 +74,9 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
     h->out = (pp__wset_t)PP__WSET_INIT;
     h->parked = NULL;
     h->zombie = false;
-    atomic_store_explicit(&h->version, 1, memory_order_relaxed);
-    atomic_store_explicit(&h->rw, 0, memory_order_relaxed);
-    atomic_store_explicit(&h->has_parked, false, memory_order_relaxed);
+    pp__atomic_store_relaxed(&h->version, 1);
+    pp__atomic_store_relaxed(&h->rw, 0);
+    pp__atomic_store_relaxed(&h->has_parked, false);
     /* publish_queued and local_waiters are not reset: a thread that found
      * the record in an earlier life may still be about to change them (a
      * late write release queues the publish command, a woken waiter
@@ -85,9 +85,9 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
      * queue; a command taken late only makes the progress thread look at
      * the record's parked requests again. */
     /* release: the fields above are set before a reader can match the key */
-    atomic_store_explicit(&h->ref, ref, memory_order_release);
+    pp__atomic_store_release(&h->ref, ref);
     if (!pp__ht_set(&m->home, ref, (uint64_t)(uintptr_t)h)) {
-        atomic_store_explicit(&h->ref, 0, memory_order_relaxed);
+        pp__atomic_store_relaxed(&h->ref, 0);
         h->next_free = m->home_free;
         m->home_free = h;
         pthread_mutex_unlock(&m->home_mu);
@@ -103,7 +103,7 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
  * it (pp__home_killed); the entry's owner is dropped here. */
 void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
 {
-    pp_ref_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
+    pp_ref_t ref = pp__atomic_load_relaxed(&h->ref);
     pthread_mutex_lock(&m->home_mu);
     (void)pp__ht_remove(&m->home, ref);
     pthread_mutex_unlock(&m->home_mu);
@@ -131,7 +131,7 @@ void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
 static int wait_version(pp_mpi_t *m, pp__home_t *h, pp_ref_t ref, uint32_t need, unsigned flags)
 {
     /* acquire: pairs with the release increment in release_writer */
-    if (atomic_load_explicit(&h->version, memory_order_acquire) >= need)
+    if (pp__atomic_load_acquire(&h->version) >= need)
         return 0;
     if (flags & PP_PIN_NOWAIT)
         return PP_EAGAIN;
@@ -198,23 +198,21 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
     if (flags & PP_PIN_WRITE) {
         /* Claim a writer's place while no serve is in flight: a copy on
          * its way to another rank is never written under it. */
-        uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+        uint32_t v = pp__atomic_load_relaxed(&h->rw);
         for (;;) {
             if ((v & PP__RW_SERVES) != 0) {
                 if (flags & PP_PIN_NOWAIT)
                     return PP_EAGAIN;
                 sched_yield();
-                v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+                v = pp__atomic_load_relaxed(&h->rw);
                 continue;
             }
             /* acquire: pairs with a serve's release when its send is done,
              * so the send's reads of the data come before our writes */
-            if (atomic_compare_exchange_weak_explicit(&h->rw, &v, v + PP__RW_WRITER,
-                                                      memory_order_acquire,
-                                                      memory_order_relaxed))
+            if (pp__atomic_cas_weak_acquire(&h->rw, &v, v + PP__RW_WRITER))
                 break;
         }
-        if (atomic_load_explicit(&h->ref, memory_order_relaxed) != ref.ref) {
+        if (pp__atomic_load_relaxed(&h->ref) != ref.ref) {
             release_writer(m, h, false);
             return PP_ESTALE;
         }
@@ -230,7 +228,7 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
         return rc;
     }
     if (got != NULL)
-        *got = atomic_load_explicit(&h->version, memory_order_relaxed);
+        *got = pp__atomic_load_relaxed(&h->version);
     return 0;
 }
 
@@ -289,7 +287,7 @@ static void served(void *arg, int err)
     free(s->packed);
     /* release: our reads of the data (the send) come before a writer's
      * acquire CAS lets it write */
-    uint32_t was = atomic_fetch_sub_explicit(&h->rw, 1, memory_order_release);
+    uint32_t was = pp__atomic_sub_release(&h->rw, 1);
     if (h->zombie && was == 1) {
         h->zombie = false;   /* killed during the send: its memory may be reused now */
         recycle(s->m, h);
@@ -317,7 +315,7 @@ static int pack(pp_mpi_t *m, const pp__home_t *h, const void *data, void **out, 
     if (rc != 0)
         pp__mpi_report(m, "type %s: save failed (%s) packing ref %#llx for another rank",
                        type->name != NULL ? type->name : "(unnamed)", pp_err_name(rc),
-                       (unsigned long long)atomic_load_explicit(&h->ref, memory_order_relaxed));
+                       (unsigned long long)pp__atomic_load_relaxed(&h->ref));
     return rc == PP_ENOMEM ? PP_ENOMEM : rc != 0 ? PP_EIO : 0;
 }
 
@@ -336,9 +334,9 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         reply_status(m, src, id, PP_ENOTSUP);
         return 1;
     }
-    uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+    uint32_t v = pp__atomic_load_relaxed(&h->rw);
     for (bool looked_again = false;;) {
-        if (v >= PP__RW_WRITER || atomic_load_explicit(&h->version, memory_order_acquire) < need ||
+        if (v >= PP__RW_WRITER || pp__atomic_load_acquire(&h->version) < need ||
             (v & PP__RW_SERVES) == PP__RW_SERVES) {
             if (!looked_again) {
                 /* seq_cst: set before we look again, so a write unpin
@@ -358,16 +356,15 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
             return 0;
         }
         /* acquire: pairs with the release of the last write unpin */
-        if (atomic_compare_exchange_weak_explicit(&h->rw, &v, v + 1, memory_order_acquire,
-                                                  memory_order_relaxed))
+        if (pp__atomic_cas_weak_acquire(&h->rw, &v, v + 1))
             break;
     }
     void *data = NULL;
-    int rc = atomic_load_explicit(&h->ref, memory_order_relaxed) == ref
+    int rc = pp__atomic_load_relaxed(&h->ref) == ref
                  ? pp_pin(m->pool, ref, PP_PIN_NOWAIT, &data)
                  : PP_ESTALE;
     if (rc != 0) {
-        atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
+        pp__atomic_sub_relaxed(&h->rw, 1);
         if (rc == PP_EAGAIN) {
             /* not resident: the loader thread pins it, waiting for the
              * load, and brings the request back with the load's result */
@@ -381,11 +378,11 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
     serve_t *s = malloc(sizeof *s);
     if (s == NULL) {
         (void)pp_unpin(m->pool, ref);
-        atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
+        pp__atomic_sub_relaxed(&h->rw, 1);
         reply_status(m, src, id, PP_ENOMEM);
         return 1;
     }
-    uint32_t version = atomic_load_explicit(&h->version, memory_order_relaxed);
+    uint32_t version = pp__atomic_load_relaxed(&h->version);
     *s = (serve_t){ .m = m, .h = h, .ref = ref };
     const void *body = data;
     size_t len = h->size;
@@ -405,8 +402,8 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         served(s, rc);
         return 1;
     }
-    atomic_fetch_add_explicit(&m->st.requests_served, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->st.bytes_served, len, memory_order_relaxed);
+    pp__atomic_add_relaxed(&m->st.requests_served, 1);
+    pp__atomic_add_relaxed(&m->st.bytes_served, len);
     return 1;
 }
 
@@ -436,7 +433,7 @@ void pp__home_publish(pp_mpi_t *m, pp__home_t *h)
 {
     /* seq_cst: the flag is cleared before the list is read, so a publish
      * after this point queues the command again */
-    atomic_store_explicit(&h->publish_queued, false, memory_order_seq_cst);
+    pp__atomic_store_seq_cst(&h->publish_queued, false);
     pp__parked_t *p = h->parked;
     h->parked = NULL;
     /* what cannot be served now parks again, and sets the flag again */
@@ -475,7 +472,7 @@ void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
      * held when the entry died cannot find h again at its unpin (h is out
      * of the table), so such a record is never reused: it stays a zombie
      * until destroy frees its block (one record per such race). */
-    if (atomic_load_explicit(&h->rw, memory_order_relaxed) != 0)
+    if (pp__atomic_load_relaxed(&h->rw) != 0)
         h->zombie = true;
     else
         recycle(m, h);
@@ -508,7 +505,7 @@ void pp__home_destroy(pp_mpi_t *m)
     for (size_t b = 0; b < m->home_nblocks; b++) {
         for (unsigned i = 0; i < HOME_BLOCK; i++) {
             pp__home_t *h = &m->home_blocks[b][i];
-            pp_ref_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
+            pp_ref_t ref = pp__atomic_load_relaxed(&h->ref);
             if (ref == PP_REF_NONE)
                 continue;
             if (h->owners != 0)

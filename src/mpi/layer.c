@@ -155,7 +155,7 @@ uint64_t pp__mpi_now_ns(void)
 void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
 {
     /* acquire: pairs with the test's release store of tp, after tp_ctx */
-    pp__mpi_tp_fn fn = atomic_load_explicit(&m->tp, memory_order_acquire);
+    pp__mpi_tp_fn fn = pp__atomic_load_acquire(&m->tp);
     if (fn != NULL)
         fn(m, where, arg, m->tp_ctx);
 }
@@ -336,7 +336,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
      * and their weight goes home, before the FIN that says nothing more
      * comes from here but replies. */
     pp__owners_finish(m);
-    atomic_store_explicit(&m->finishing, 1, memory_order_release);   /* pairs with the progress thread's acquire */
+    pp__atomic_store_release(&m->finishing, 1);   /* pairs with the progress thread's acquire */
     pp__mpi_wake(m);
     pthread_join(m->thread, NULL);
     pp__loader_stop(m);
@@ -378,7 +378,7 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
         return PP_EINVAL;
     /* acquire: a count is read after what was done before it (a refused
      * return is reported before it is counted) */
-#define PP__LD(f) atomic_load_explicit(&m->st.f, memory_order_acquire)
+#define PP__LD(f) pp__atomic_load_acquire(&m->st.f)
     *out = (pp_mpi_stats_t){
         .misses = PP__LD(misses),
         .requests_served = PP__LD(requests_served),

@@ -105,8 +105,8 @@ static int flush_returns(pp_mpi_t *m, bool all)
         if (pp__progress_send(m, r, PP__TAG_RETURN, buf, len, NULL, 0, PP__SEND_DUP_OK, NULL,
                               NULL) == 0) {
             o->seq++;
-            atomic_fetch_add_explicit(&m->st.weight_messages, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&m->st.weight_records, o->n, memory_order_relaxed);
+            pp__atomic_add_relaxed(&m->st.weight_messages, 1);
+            pp__atomic_add_relaxed(&m->st.weight_records, o->n);
             o->n = 0;
         }
         free(buf);
@@ -270,7 +270,7 @@ void *pp__progress_main(void *arg)
         }
         /* acquire: pairs with pp_mpi_destroy's release store: the owners it
          * gave back before are in the command queue we read next turn */
-        bool finishing = atomic_load_explicit(&m->finishing, memory_order_acquire) != 0;
+        bool finishing = pp__atomic_load_acquire(&m->finishing) != 0;
         did += flush_returns(m, finishing);
         if (finishing) {
             if (!fin_sent && commands_empty(m) && pp__remote_idle(m)) {

@@ -334,7 +334,8 @@ static void return_one(pp_mpi_t *m, int src, pp__wire_return_t r)
                           "is not out (a token imported twice, or garbage): that part refused",
                        src, (unsigned long long)r.lo, (unsigned long long)r.hi,
                        (unsigned long long)r.ref, (unsigned long long)(r.hi - r.lo - gone));
-        /* counted after the report: whoever sees the count sees the line */
+        /* release: pairs with pp_mpi_stats' acquire load; counted after
+         * the report, so whoever sees the count sees the line */
         pp__atomic_add_release(&m->st.refused_returns, 1);
     }
     if (gone != 0)

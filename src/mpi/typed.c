@@ -66,8 +66,9 @@ void pp__types_unref(pp__types_t *ts)
 {
     if (ts == NULL)
         return;
-    /* acq_rel: every use of the registry by one holder comes before the
-     * last holder's free of it */
+    /* acq_rel: the release half pairs with the acquire half of the last
+     * holder's decrement, so every use of the registry by one holder
+     * comes before the last holder's free of it */
     if (pp__atomic_sub_acq_rel(&ts->refs, 1) != 1)
         return;
     ck_ht_destroy(&ts->by_obj);
@@ -90,7 +91,8 @@ int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
             if (pp__atomic_load_relaxed(&ts->reg[i]) == type)
                 rc = PP_EINVAL;   /* already registered under another id */
         if (rc == 0) {
-            /* release: a thread that finds the type reads it as given */
+            /* release: pairs with pp__types_get's acquire load, so a
+             * thread that finds the type reads it as given */
             pp__atomic_store_release(&ts->reg[id], type);
             pp__atomic_add_relaxed(&ts->nreg, 1);
         }

@@ -20,21 +20,28 @@
 #define pp__atomic_store_relaxed(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
 /* seq_cst: only where a store must be ordered before a later load of
- * another word (store-buffering, Dekker's pattern): hot.c's demoters. */
+ * another word (store-buffering, Dekker's pattern): hot.c's demoters,
+ * the backlog's waiters, the MPI layer's wake word and version waits. */
 #define pp__atomic_load_seq_cst(p)  atomic_load_explicit((p), memory_order_seq_cst)
 #define pp__atomic_store_seq_cst(p, v) atomic_store_explicit((p), (v), memory_order_seq_cst)
 #define pp__atomic_add_seq_cst(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
+#define pp__atomic_sub_seq_cst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
 
 #define pp__atomic_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_sub_relaxed(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_add_release(p, v) atomic_fetch_add_explicit((p), (v), memory_order_release)
 #define pp__atomic_sub_release(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_release)
+#define pp__atomic_sub_acq_rel(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel)
 #define pp__atomic_or_relaxed(p, v)  atomic_fetch_or_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_and_release(p, v) atomic_fetch_and_explicit((p), (v), memory_order_release)
 #define pp__atomic_and_relaxed(p, v) atomic_fetch_and_explicit((p), (v), memory_order_relaxed)
 #define pp__atomic_exchange_relaxed(p, v) atomic_exchange_explicit((p), (v), memory_order_relaxed)
+#define pp__atomic_exchange_acquire(p, v) atomic_exchange_explicit((p), (v), memory_order_acquire)
 /* A fence that orders everything before it against everything after it. */
 #define pp__atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
+/* A fence that makes the loads before it acquire loads: what follows it
+ * stays after them. */
+#define pp__atomic_fence_acquire() atomic_thread_fence(memory_order_acquire)
 
 /* Compare-and-swap; on failure *expected is reloaded (relaxed/acquire). */
 #define pp__atomic_cas_weak_relaxed(p, expected, desired)                     \
@@ -61,6 +68,18 @@
 #define pp__atomic_cas_strong_acq_rel(p, expected, desired)                   \
     atomic_compare_exchange_strong_explicit((p), (expected), (desired),        \
         memory_order_acq_rel, memory_order_acquire)
+
+/*
+ * Plain words: a field of a public struct (pinpool.h) is a plain integer,
+ * since that header is also compiled as C++, which has no _Atomic.  Such
+ * a word is only ever touched through these, the compiler's __atomic
+ * builtins on an ordinary pointer: pp_scope_t's busy word.
+ */
+#define pp__atomic_plain_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define pp__atomic_plain_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define pp__atomic_plain_cas_strong_acquire(p, expected, desired)             \
+    __atomic_compare_exchange_n((p), (expected), (desired), false,             \
+        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
 
 /*
  * A counter with a single writer (its owning thread) and any number of

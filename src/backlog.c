@@ -76,9 +76,11 @@ int pp__backlog_wait(pp_pool_t *pool, unsigned n, pp__thread_t *t, unsigned flag
     for (;;) {
         /* Snapshot before the look: a bump after the look changes it, so
          * the wait cannot miss it.  The acquire fence keeps the look after
-         * the snapshot. */
+         * the snapshot; it pairs with the bump in pp__backlog_sub, which
+         * follows the subtraction, so a snapshot that sees the bump also
+         * sees the backlog it lowered. */
         uint32_t seen = ck_ec32_value(&node->bl.ec);
-        atomic_thread_fence(memory_order_acquire);
+        pp__atomic_fence_acquire();
         if (pp__atomic_load_seq_cst(&node->put.backlog) < mark)
             break;
         ck_ec32_wait(&node->bl.ec, &pp__ec_mode, seen, NULL);

@@ -13,7 +13,9 @@
  * one runs sees it taken and returns PP_EINUSE, having touched nothing.
  * The ledger itself (n_, the refs) is then written by one thread at a
  * time, ordered by that claim: whoever claims next sees what the last
- * holder wrote, whichever thread it ran on.
+ * holder wrote, whichever thread it ran on.  The busy word is a plain
+ * uint32_t (pinpool.h is also compiled as C++, which has no _Atomic), so
+ * it goes through atomics.h's plain-word helpers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +38,12 @@ static int pp__scope_claim(pp_scope_t *s)
     uint32_t free_ = 0;
     /* acquire: pairs with the release in pp__scope_leave, so this call sees
      * the ledger as the previous call left it, on whatever thread it ran. */
-    if (PP__UNLIKELY(!__atomic_compare_exchange_n(&s->busy_, &free_, 1u, false,
-                                                  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+    if (PP__UNLIKELY(!pp__atomic_plain_cas_strong_acquire(&s->busy_, &free_, 1u)))
         return PP_EINUSE;
     /* state_ and pool_ are written before the first claim (init) or under a
      * claim (end), so the acquire above orders their reads too. */
     if (PP__UNLIKELY(s->state_ != PP__SCOPE_OPEN || s->pool_ == NULL)) {
-        __atomic_store_n(&s->busy_, 0u, __ATOMIC_RELAXED);   /* nothing written */
+        pp__atomic_plain_store_relaxed(&s->busy_, 0u);   /* nothing written */
         return PP_EINVAL;
     }
     return 0;
@@ -52,7 +53,7 @@ static void pp__scope_leave(pp_scope_t *s)
 {
     /* release: publishes this call's writes to the ledger to the next
      * claim (pp__scope_claim). */
-    __atomic_store_n(&s->busy_, 0u, __ATOMIC_RELEASE);
+    pp__atomic_plain_store_release(&s->busy_, 0u);
 }
 
 static inline pp_ref_t *pp__scope_refs(pp_scope_t *s)
@@ -100,7 +101,7 @@ void pp_scope_init_loc(pp_scope_t *s, pp_pool_t *pool, const char *file, int lin
     /* release: a scope initialized on one thread and first used on another
      * is handed over by the scheduler; this orders the fields above before
      * any claim that sees the word, all the same. */
-    __atomic_store_n(&s->busy_, 0u, __ATOMIC_RELEASE);
+    pp__atomic_plain_store_release(&s->busy_, 0u);
 }
 
 int pp_scope_pin(pp_scope_t *s, pp_ref_t ref, unsigned flags, void **data)

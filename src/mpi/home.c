@@ -39,7 +39,7 @@ pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref)
     pp__home_t *h = (pp__home_t *)(uintptr_t)v;
     /* acquire: pairs with pp__home_add's release store of the key, so the
      * record's fields are seen as they were set for this ref */
-    if (atomic_load_explicit(&h->ref, memory_order_acquire) != ref)
+    if (pp__atomic_load_acquire(&h->ref) != ref)
         return NULL;
     return h;
 }
@@ -74,9 +74,9 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
     h->out = (pp__wset_t)PP__WSET_INIT;
     h->parked = NULL;
     h->zombie = false;
-    atomic_store_explicit(&h->version, 1, memory_order_relaxed);
-    atomic_store_explicit(&h->rw, 0, memory_order_relaxed);
-    atomic_store_explicit(&h->has_parked, false, memory_order_relaxed);
+    pp__atomic_store_relaxed(&h->version, 1);
+    pp__atomic_store_relaxed(&h->rw, 0);
+    pp__atomic_store_relaxed(&h->has_parked, false);
     /* publish_queued and local_waiters are not reset: a thread that found
      * the record in an earlier life may still be about to change them (a
      * late write release queues the publish command, a woken waiter
@@ -84,10 +84,11 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
      * pushed a second time while it is still in the queue, which cuts the
      * queue; a command taken late only makes the progress thread look at
      * the record's parked requests again. */
-    /* release: the fields above are set before a reader can match the key */
-    atomic_store_explicit(&h->ref, ref, memory_order_release);
+    /* release: pairs with pp__home_find's acquire load of the key: the
+     * fields above are set before a reader can match it */
+    pp__atomic_store_release(&h->ref, ref);
     if (!pp__ht_set(&m->home, ref, (uint64_t)(uintptr_t)h)) {
-        atomic_store_explicit(&h->ref, 0, memory_order_relaxed);
+        pp__atomic_store_relaxed(&h->ref, 0);
         h->next_free = m->home_free;
         m->home_free = h;
         pthread_mutex_unlock(&m->home_mu);
@@ -103,17 +104,17 @@ int pp__home_add(pp_mpi_t *m, pp_ref_t ref, size_t size, uint32_t type_id, pp__h
  * it (pp__home_killed); the entry's owner is dropped here. */
 void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
 {
-    pp_ref_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
+    pp_ref_t ref = pp__atomic_load_relaxed(&h->ref);
     pthread_mutex_lock(&m->home_mu);
     (void)pp__ht_remove(&m->home, ref);
     pthread_mutex_unlock(&m->home_mu);
     /* seq_cst: readers that still hold h check the key after claiming and
-     * the pool's own generation check refuses a pin of the dead entry; a
-     * thread waiting for a version reads the key after counting itself in
-     * local_waiters, which pp__home_killed reads after this store: either
-     * that load sees the waiter and wakes it, or the waiter sees the key
-     * gone (wait_version) */
-    atomic_store(&h->ref, 0);
+     * the pool's own generation check refuses a pin of the dead entry.
+     * The store-load pair: this store, then pp__home_killed's load of
+     * local_waiters (after the command), against wait_version's increment
+     * of local_waiters, then its load of the key: either that load sees
+     * the waiter and wakes it, or the waiter sees the key gone */
+    pp__atomic_store_seq_cst(&h->ref, 0);
     pp__wset_free(&h->out);
     h->kill_cmd = (pp__cmd_t){ .kind = PP__CMD_KILL, .home = h };
     h->kill_cmd.rec.ref = ref;
@@ -131,26 +132,32 @@ void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
 static int wait_version(pp_mpi_t *m, pp__home_t *h, pp_ref_t ref, uint32_t need, unsigned flags)
 {
     /* acquire: pairs with the release increment in release_writer */
-    if (atomic_load_explicit(&h->version, memory_order_acquire) >= need)
+    if (pp__atomic_load_acquire(&h->version) >= need)
         return 0;
     if (flags & PP_PIN_NOWAIT)
         return PP_EAGAIN;
     int rc = 0;
     pthread_mutex_lock(&m->req_mu);
-    /* seq_cst, with the version and key loads after it, and the write
-     * release's increment and waiter load (and the kill's key store and
-     * pp__home_killed's waiter load): either the other side sees us
-     * waiting and broadcasts (under req_mu, so not before we wait), or we
-     * see its change */
-    atomic_fetch_add(&h->local_waiters, 1);
-    while (atomic_load(&h->version) < need) {
-        if (atomic_load(&h->ref) != ref) {
+    /* seq_cst increment, then seq_cst loads of the version and the key:
+     * two store-load pairs, against release_writer (its increment of
+     * version, then its load of local_waiters) and against the kill (its
+     * store of the key, then pp__home_killed's load of local_waiters).
+     * Either the other side sees us waiting and broadcasts (under req_mu,
+     * so not before we wait), or we see its change.  The version load is
+     * also the acquire of release_writer's increment. */
+    pp__atomic_add_seq_cst(&h->local_waiters, 1);
+    while (pp__atomic_load_seq_cst(&h->version) < need) {
+        if (pp__atomic_load_seq_cst(&h->ref) != ref) {
             rc = PP_ESTALE;
             break;
         }
         pthread_cond_wait(&m->pub_cv, &m->req_mu);
     }
-    atomic_fetch_sub(&h->local_waiters, 1);
+    /* relaxed: we are done waiting, and a count seen too high only costs
+     * a needless broadcast.  It cannot hide another waiter: its seq_cst
+     * increment is in every later value of the counter, which a seq_cst
+     * load after that increment reads. */
+    pp__atomic_sub_relaxed(&h->local_waiters, 1);
     pthread_mutex_unlock(&m->req_mu);
     return rc;
 }
@@ -165,23 +172,35 @@ static int wait_version(pp_mpi_t *m, pp__home_t *h, pp_ref_t ref, uint32_t need,
  * then only a look for nothing. */
 static void release_writer(pp_mpi_t *m, pp__home_t *h, bool publish)
 {
-    /* seq_cst (release at least: a reader that sees the new version sees
-     * the data written under this pin): ordered before the loads of
-     * local_waiters and has_parked below, against wait_version and park */
+    /* seq_cst (release at least: pairs with wait_version's and
+     * try_serve's loads of version, so a reader that sees the new version
+     * sees the data written under this pin).  The store-load pairs: this
+     * increment, then the loads of local_waiters and has_parked below,
+     * against wait_version (local_waiters, then version) and try_serve
+     * (has_parked, then rw and version) */
     if (publish)
-        atomic_fetch_add(&h->version, 1);
+        pp__atomic_add_seq_cst(&h->version, 1);
     /* seq_cst: release pairs with a serve's acquire CAS (the writes come
-     * before the send that reads them), and orders the has_parked load
-     * after it */
-    atomic_fetch_sub(&h->rw, PP__RW_WRITER);
+     * before the send that reads them).  The store-load pair: this
+     * decrement, then the load of has_parked below, against try_serve's
+     * store of has_parked, then its load of rw */
+    pp__atomic_sub_seq_cst(&h->rw, PP__RW_WRITER);
     PP__MPI_TP(m, WRITER_GONE, h);
-    if (publish && atomic_load(&h->local_waiters) != 0) {
+    /* seq_cst: the load of the pair with wait_version (above) */
+    if (publish && pp__atomic_load_seq_cst(&h->local_waiters) != 0) {
         pthread_mutex_lock(&m->req_mu);
         pthread_cond_broadcast(&m->pub_cv);
         pthread_mutex_unlock(&m->req_mu);
     }
-    if (atomic_load(&h->has_parked) &&
-        !atomic_exchange_explicit(&h->publish_queued, true, memory_order_acq_rel)) {
+    /* seq_cst: the load of the pair with try_serve (above).  The exchange
+     * is acquire: it pairs with pp__home_publish's release clear of the
+     * flag, which comes after the progress thread last read publish_cmd,
+     * so we rewrite the command only after that read.  It needs no
+     * release: a writer that finds the flag set relies on the has_parked
+     * handshake, not on this word, for the progress thread to see its
+     * decrement of rw. */
+    if (pp__atomic_load_seq_cst(&h->has_parked) &&
+        !pp__atomic_exchange_acquire(&h->publish_queued, true)) {
         h->publish_cmd = (pp__cmd_t){ .kind = PP__CMD_PUBLISH, .home = h };
         pp__mpi_push(m, &h->publish_cmd);
     }
@@ -198,23 +217,21 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
     if (flags & PP_PIN_WRITE) {
         /* Claim a writer's place while no serve is in flight: a copy on
          * its way to another rank is never written under it. */
-        uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+        uint32_t v = pp__atomic_load_relaxed(&h->rw);
         for (;;) {
             if ((v & PP__RW_SERVES) != 0) {
                 if (flags & PP_PIN_NOWAIT)
                     return PP_EAGAIN;
                 sched_yield();
-                v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+                v = pp__atomic_load_relaxed(&h->rw);
                 continue;
             }
             /* acquire: pairs with a serve's release when its send is done,
              * so the send's reads of the data come before our writes */
-            if (atomic_compare_exchange_weak_explicit(&h->rw, &v, v + PP__RW_WRITER,
-                                                      memory_order_acquire,
-                                                      memory_order_relaxed))
+            if (pp__atomic_cas_weak_acquire(&h->rw, &v, v + PP__RW_WRITER))
                 break;
         }
-        if (atomic_load_explicit(&h->ref, memory_order_relaxed) != ref.ref) {
+        if (pp__atomic_load_relaxed(&h->ref) != ref.ref) {
             release_writer(m, h, false);
             return PP_ESTALE;
         }
@@ -230,7 +247,7 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
         return rc;
     }
     if (got != NULL)
-        *got = atomic_load_explicit(&h->version, memory_order_relaxed);
+        *got = pp__atomic_load_relaxed(&h->version);
     return 0;
 }
 
@@ -287,9 +304,9 @@ static void served(void *arg, int err)
     (void)err;   /* a failed send was reported by the transport's caller */
     (void)pp_unpin(s->m->pool, s->ref);
     free(s->packed);
-    /* release: our reads of the data (the send) come before a writer's
-     * acquire CAS lets it write */
-    uint32_t was = atomic_fetch_sub_explicit(&h->rw, 1, memory_order_release);
+    /* release: pairs with pp__home_pin's acquire CAS: our reads of the
+     * data (the send) come before a writer is let in to write */
+    uint32_t was = pp__atomic_sub_release(&h->rw, 1);
     if (h->zombie && was == 1) {
         h->zombie = false;   /* killed during the send: its memory may be reused now */
         recycle(s->m, h);
@@ -317,7 +334,7 @@ static int pack(pp_mpi_t *m, const pp__home_t *h, const void *data, void **out, 
     if (rc != 0)
         pp__mpi_report(m, "type %s: save failed (%s) packing ref %#llx for another rank",
                        type->name != NULL ? type->name : "(unnamed)", pp_err_name(rc),
-                       (unsigned long long)atomic_load_explicit(&h->ref, memory_order_relaxed));
+                       (unsigned long long)pp__atomic_load_relaxed(&h->ref));
     return rc == PP_ENOMEM ? PP_ENOMEM : rc != 0 ? PP_EIO : 0;
 }
 
@@ -336,18 +353,21 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         reply_status(m, src, id, PP_ENOTSUP);
         return 1;
     }
-    uint32_t v = atomic_load_explicit(&h->rw, memory_order_relaxed);
+    uint32_t v = pp__atomic_load_relaxed(&h->rw);
+    /* acquire: pairs with release_writer's increment */
+    uint32_t version = pp__atomic_load_acquire(&h->version);
     for (bool looked_again = false;;) {
-        if (v >= PP__RW_WRITER || atomic_load_explicit(&h->version, memory_order_acquire) < need ||
-            (v & PP__RW_SERVES) == PP__RW_SERVES) {
+        if (v >= PP__RW_WRITER || version < need || (v & PP__RW_SERVES) == PP__RW_SERVES) {
             if (!looked_again) {
-                /* seq_cst: set before we look again, so a write unpin
-                 * either sees it (and tells us) or made the change we
-                 * now see */
-                atomic_store(&h->has_parked, true);
+                /* seq_cst store, then seq_cst loads of rw and version:
+                 * the store-load pair against release_writer (its
+                 * changes of version and rw, then its load of has_parked).
+                 * A write unpin either sees the flag (and tells us) or
+                 * made the change we now see */
+                pp__atomic_store_seq_cst(&h->has_parked, true);
                 looked_again = true;
-                v = atomic_load(&h->rw);
-                (void)atomic_load(&h->version);
+                v = pp__atomic_load_seq_cst(&h->rw);
+                version = pp__atomic_load_seq_cst(&h->version);
                 continue;
             }
             if (park(&h->parked, src, id, ref, need) != 0) {
@@ -357,17 +377,17 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
             PP__MPI_TP(m, PARKED, h);
             return 0;
         }
-        /* acquire: pairs with the release of the last write unpin */
-        if (atomic_compare_exchange_weak_explicit(&h->rw, &v, v + 1, memory_order_acquire,
-                                                  memory_order_relaxed))
+        /* acquire: pairs with release_writer's decrement of rw, so the
+         * last writer's data comes before the send reads it */
+        if (pp__atomic_cas_weak_acquire(&h->rw, &v, v + 1))
             break;
     }
     void *data = NULL;
-    int rc = atomic_load_explicit(&h->ref, memory_order_relaxed) == ref
+    int rc = pp__atomic_load_relaxed(&h->ref) == ref
                  ? pp_pin(m->pool, ref, PP_PIN_NOWAIT, &data)
                  : PP_ESTALE;
     if (rc != 0) {
-        atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
+        pp__atomic_sub_relaxed(&h->rw, 1);
         if (rc == PP_EAGAIN) {
             /* not resident: the loader thread pins it, waiting for the
              * load, and brings the request back with the load's result */
@@ -381,11 +401,11 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
     serve_t *s = malloc(sizeof *s);
     if (s == NULL) {
         (void)pp_unpin(m->pool, ref);
-        atomic_fetch_sub_explicit(&h->rw, 1, memory_order_relaxed);
+        pp__atomic_sub_relaxed(&h->rw, 1);
         reply_status(m, src, id, PP_ENOMEM);
         return 1;
     }
-    uint32_t version = atomic_load_explicit(&h->version, memory_order_relaxed);
+    version = pp__atomic_load_relaxed(&h->version);   /* under the serve: no writer */
     *s = (serve_t){ .m = m, .h = h, .ref = ref };
     const void *body = data;
     size_t len = h->size;
@@ -405,8 +425,8 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         served(s, rc);
         return 1;
     }
-    atomic_fetch_add_explicit(&m->st.requests_served, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->st.bytes_served, len, memory_order_relaxed);
+    pp__atomic_add_relaxed(&m->st.requests_served, 1);
+    pp__atomic_add_relaxed(&m->st.bytes_served, len);
     return 1;
 }
 
@@ -434,13 +454,22 @@ static void serve_list(pp_mpi_t *m, pp__parked_t *p)
 
 void pp__home_publish(pp_mpi_t *m, pp__home_t *h)
 {
-    /* seq_cst: the flag is cleared before the list is read, so a publish
-     * after this point queues the command again */
-    atomic_store_explicit(&h->publish_queued, false, memory_order_seq_cst);
+    /* release, not seq_cst: pairs with release_writer's acquire exchange,
+     * so a writer that finds the flag clear rewrites publish_cmd only
+     * after take_commands read it.  A publish after this point queues the
+     * command again.  One that found the flag still set is seen through
+     * has_parked: every request this list parks again stores it (seq_cst)
+     * and then looks at rw and version again (try_serve), so no
+     * store-load pair involves this word. */
+    pp__atomic_store_release(&h->publish_queued, false);
     pp__parked_t *p = h->parked;
     h->parked = NULL;
-    /* what cannot be served now parks again, and sets the flag again */
-    atomic_store(&h->has_parked, false);
+    /* what cannot be served now parks again, and sets the flag again.
+     * relaxed, not seq_cst: a writer that reads this false leaves no
+     * request behind.  Each request parked again stores true (seq_cst)
+     * after it, then looks again; a seq_cst load that follows that store
+     * in the total order cannot read this earlier value. */
+    pp__atomic_store_relaxed(&h->has_parked, false);
     serve_list(m, p);
 }
 
@@ -454,8 +483,9 @@ void pp__home_loaded(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
 
 void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
 {
-    /* seq_cst: after the kill's store of the key (wait_version) */
-    if (atomic_load(&h->local_waiters) != 0) {
+    /* seq_cst: the load of the pair with wait_version (the kill's store
+     * of the key, then this load; pp__home_kill) */
+    if (pp__atomic_load_seq_cst(&h->local_waiters) != 0) {
         /* threads of this rank waiting for a version that will never come:
          * they see the key gone and return PP_ESTALE */
         pthread_mutex_lock(&m->req_mu);
@@ -475,7 +505,7 @@ void pp__home_killed(pp_mpi_t *m, pp__home_t *h)
      * held when the entry died cannot find h again at its unpin (h is out
      * of the table), so such a record is never reused: it stays a zombie
      * until destroy frees its block (one record per such race). */
-    if (atomic_load_explicit(&h->rw, memory_order_relaxed) != 0)
+    if (pp__atomic_load_relaxed(&h->rw) != 0)
         h->zombie = true;
     else
         recycle(m, h);
@@ -508,7 +538,7 @@ void pp__home_destroy(pp_mpi_t *m)
     for (size_t b = 0; b < m->home_nblocks; b++) {
         for (unsigned i = 0; i < HOME_BLOCK; i++) {
             pp__home_t *h = &m->home_blocks[b][i];
-            pp_ref_t ref = atomic_load_explicit(&h->ref, memory_order_relaxed);
+            pp_ref_t ref = pp__atomic_load_relaxed(&h->ref);
             if (ref == PP_REF_NONE)
                 continue;
             if (h->owners != 0)

@@ -155,18 +155,21 @@ uint64_t pp__mpi_now_ns(void)
 void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
 {
     /* acquire: pairs with the test's release store of tp, after tp_ctx */
-    pp__mpi_tp_fn fn = atomic_load_explicit(&m->tp, memory_order_acquire);
+    pp__mpi_tp_fn fn = pp__atomic_load_acquire(&m->tp);
     if (fn != NULL)
         fn(m, where, arg, m->tp_ctx);
 }
 
 void pp__mpi_wake(pp_mpi_t *m)
 {
-    /* seq_cst bump and load: either the progress thread sees the new wake
-     * value before it sleeps (its FUTEX_WAIT compares it), or it has set
-     * sleeping before our load and we wake it. */
-    atomic_fetch_add(&m->wake, 1);
-    if (atomic_load(&m->sleeping))
+    /* seq_cst bump and load: the store-load pair (the bump, then the load
+     * of sleeping) against idle_sleep's (its store of sleeping, then its
+     * load of wake).  Either the progress thread sees the new wake value
+     * before it sleeps (its FUTEX_WAIT compares it), or it has set
+     * sleeping before our load and we wake it.  The bump is also the
+     * release the progress thread's acquire load of wake pairs with. */
+    pp__atomic_add_seq_cst(&m->wake, 1);
+    if (pp__atomic_load_seq_cst(&m->sleeping))
         syscall(SYS_futex, &m->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -336,7 +339,9 @@ int pp_mpi_destroy(pp_mpi_t *m)
      * and their weight goes home, before the FIN that says nothing more
      * comes from here but replies. */
     pp__owners_finish(m);
-    atomic_store_explicit(&m->finishing, 1, memory_order_release);   /* pairs with the progress thread's acquire */
+    /* release: pairs with the progress thread's acquire load: the owners
+     * pp__owners_finish gave back are queued before it sees the flag */
+    pp__atomic_store_release(&m->finishing, 1);
     pp__mpi_wake(m);
     pthread_join(m->thread, NULL);
     pp__loader_stop(m);
@@ -376,9 +381,9 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
 {
     if (m == NULL || out == NULL)
         return PP_EINVAL;
-    /* acquire: a count is read after what was done before it (a refused
-     * return is reported before it is counted) */
-#define PP__LD(f) atomic_load_explicit(&m->st.f, memory_order_acquire)
+    /* relaxed: counts for reporting, each bumped with a relaxed add that
+     * publishes nothing, so an acquire load would pair with nothing */
+#define PP__LD(f) pp__atomic_load_relaxed(&m->st.f)
     *out = (pp_mpi_stats_t){
         .misses = PP__LD(misses),
         .requests_served = PP__LD(requests_served),
@@ -386,10 +391,13 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
         .bytes_served = PP__LD(bytes_served),
         .weight_messages = PP__LD(weight_messages),
         .weight_records = PP__LD(weight_records),
-        .refused_returns = PP__LD(refused_returns),
         .refused_imports = PP__LD(refused_imports),
     };
 #undef PP__LD
+    /* acquire: pairs with the release add in owners.c (return_one): a
+     * refused return is reported before it is counted, so whoever sees
+     * the count sees the line */
+    out->refused_returns = pp__atomic_load_acquire(&m->st.refused_returns);
     int64_t pins;
     pp__thr_sum(m, &out->hits, &pins);   /* the threads' blocks */
     return 0;

@@ -29,10 +29,10 @@
 
 #include <ck_ht.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atomics.h"
 #include "perthread.h"
 #include "pinpool_mpi.h"
 #include "transport.h"
@@ -106,8 +106,7 @@ typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, voi
  * pp__mpi_tp_run loads tp again with acquire before it reads tp_ctx. */
 #define PP__MPI_TP(m, where, arg)                                                   \
     do {                                                                            \
-        if (__builtin_expect(atomic_load_explicit(&(m)->tp, memory_order_relaxed) != \
-                                 NULL, 0))                                          \
+        if (__builtin_expect(pp__atomic_load_relaxed(&(m)->tp) != NULL, 0))         \
             pp__mpi_tp_run((m), PP__MPI_TP_##where, (arg));                         \
     } while (0)
 
@@ -301,16 +300,13 @@ static inline void pp__thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
                                                                           : pp__thr_slow(m);
     if (__builtin_expect(b == NULL, 0)) {
         /* no memory for a block: shared counters, off the hot path */
-        atomic_fetch_add_explicit(&m->spill_hits, hits, memory_order_relaxed);
-        atomic_fetch_add_explicit(&m->spill_pins, pins, memory_order_relaxed);
+        pp__atomic_add_relaxed(&m->spill_hits, hits);
+        pp__atomic_add_relaxed(&m->spill_pins, pins);
         return;
     }
     if (hits != 0)
-        atomic_store_explicit(&b->hits,
-                              atomic_load_explicit(&b->hits, memory_order_relaxed) + hits,
-                              memory_order_relaxed);
-    atomic_store_explicit(&b->pins, atomic_load_explicit(&b->pins, memory_order_relaxed) + pins,
-                          memory_order_relaxed);
+        pp__atomic_store_relaxed(&b->hits, pp__atomic_load_relaxed(&b->hits) + hits);
+    pp__atomic_store_relaxed(&b->pins, pp__atomic_load_relaxed(&b->pins) + pins);
 }
 
 /* layer.c */

@@ -163,7 +163,7 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
         return PP_EINVAL;
     if (!token_sane(m, token)) {
         if (m != NULL)
-            atomic_fetch_add_explicit(&m->st.refused_imports, 1, memory_order_relaxed);
+            pp__atomic_add_relaxed(&m->st.refused_imports, 1);
         return PP_EINVAL;
     }
     pp__wiv_t iv = { token->lo, token->hi };
@@ -174,7 +174,7 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
     int rc = claim_token(m, token);
     if (rc != 0) {
         if (rc == PP_EINVAL)
-            atomic_fetch_add_explicit(&m->st.refused_imports, 1, memory_order_relaxed);
+            pp__atomic_add_relaxed(&m->st.refused_imports, 1);
         return rc;
     }
     pthread_mutex_lock(&m->own_mu);
@@ -221,7 +221,7 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
     }
     pthread_mutex_unlock(&m->own_mu);
     if (rc == PP_EINVAL)
-        atomic_fetch_add_explicit(&m->st.refused_imports, 1, memory_order_relaxed);
+        pp__atomic_add_relaxed(&m->st.refused_imports, 1);
     if (rc == 0)
         *out = token->gref;
     return rc;
@@ -334,8 +334,9 @@ static void return_one(pp_mpi_t *m, int src, pp__wire_return_t r)
                           "is not out (a token imported twice, or garbage): that part refused",
                        src, (unsigned long long)r.lo, (unsigned long long)r.hi,
                        (unsigned long long)r.ref, (unsigned long long)(r.hi - r.lo - gone));
-        /* counted after the report: whoever sees the count sees the line */
-        atomic_fetch_add_explicit(&m->st.refused_returns, 1, memory_order_release);
+        /* release: pairs with pp_mpi_stats' acquire load; counted after
+         * the report, so whoever sees the count sees the line */
+        pp__atomic_add_release(&m->st.refused_returns, 1);
     }
     if (gone != 0)
         home_check(m, h);

@@ -19,7 +19,7 @@ static int tls_key_rc = -1;
 
 uint64_t pp__layer_id_new(void)
 {
-    return atomic_fetch_add_explicit(&next_layer_id, 1, memory_order_relaxed);
+    return pp__atomic_add_relaxed(&next_layer_id, 1);
 }
 
 /* At thread exit: the thread's state is its own, never a layer's (the
@@ -53,7 +53,7 @@ pp__tls_t *pp__tls_make(void)
         free(t);
         return NULL;
     }
-    t->tid = atomic_fetch_add_explicit(&next_tid, 1, memory_order_relaxed);
+    t->tid = pp__atomic_add_relaxed(&next_tid, 1);
     pp__tls = t;
     return t;
 }
@@ -106,12 +106,12 @@ pp__thr_t *pp__thr_slow(pp_mpi_t *m)
  * happens-before; a count racing with this call may or may not be. */
 void pp__thr_sum(pp_mpi_t *m, uint64_t *hits, int64_t *pins)
 {
-    uint64_t h = atomic_load_explicit(&m->spill_hits, memory_order_relaxed);
-    int64_t p = atomic_load_explicit(&m->spill_pins, memory_order_relaxed);
+    uint64_t h = pp__atomic_load_relaxed(&m->spill_hits);
+    int64_t p = pp__atomic_load_relaxed(&m->spill_pins);
     pthread_mutex_lock(&m->thr_mu);
     for (const pp__thr_t *b = m->thr; b != NULL; b = b->next) {
-        h += atomic_load_explicit(&b->hits, memory_order_relaxed);
-        p += atomic_load_explicit(&b->pins, memory_order_relaxed);
+        h += pp__atomic_load_relaxed(&b->hits);
+        p += pp__atomic_load_relaxed(&b->pins);
     }
     pthread_mutex_unlock(&m->thr_mu);
     *hits = h;

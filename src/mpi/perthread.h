@@ -29,8 +29,9 @@
 #define PP_MPI_PERTHREAD_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
+
+#include "atomics.h"
 
 #define PP__HINTS 64u           /* per thread: a power of two */
 #define PP__THR_CACHED 4u       /* layers whose block a thread finds without a lock */

@@ -105,8 +105,8 @@ static int flush_returns(pp_mpi_t *m, bool all)
         if (pp__progress_send(m, r, PP__TAG_RETURN, buf, len, NULL, 0, PP__SEND_DUP_OK, NULL,
                               NULL) == 0) {
             o->seq++;
-            atomic_fetch_add_explicit(&m->st.weight_messages, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&m->st.weight_records, o->n, memory_order_relaxed);
+            pp__atomic_add_relaxed(&m->st.weight_messages, 1);
+            pp__atomic_add_relaxed(&m->st.weight_records, o->n);
             o->n = 0;
         }
         free(buf);
@@ -236,12 +236,18 @@ static bool all_done(pp_mpi_t *m)
 static void idle_sleep(pp_mpi_t *m, uint32_t seen, uint64_t ns)
 {
     struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
-    /* seq_cst: pairs with pp__mpi_wake (a bump after our load of wake is
-     * either seen by FUTEX_WAIT's compare or wakes us) */
-    atomic_store(&m->sleeping, 1);
-    if (atomic_load(&m->wake) == seen)
+    /* seq_cst store and load: the store-load pair (sleeping, then wake)
+     * against pp__mpi_wake's (the bump of wake, then its load of
+     * sleeping): a bump after our load of wake is either seen by
+     * FUTEX_WAIT's compare or wakes us */
+    pp__atomic_store_seq_cst(&m->sleeping, 1);
+    if (pp__atomic_load_seq_cst(&m->wake) == seen)
         syscall(SYS_futex, &m->wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-    atomic_store(&m->sleeping, 0);
+    /* relaxed: a waker that still reads 1 only makes a needless
+     * FUTEX_WAKE.  It cannot hide the next sleep's store of 1: that store
+     * is seq_cst and comes after this one, so a seq_cst load of sleeping
+     * that follows it in the total order reads it or a later value. */
+    pp__atomic_store_relaxed(&m->sleeping, 0);
 }
 
 void *pp__progress_main(void *arg)
@@ -251,7 +257,12 @@ void *pp__progress_main(void *arg)
     uint64_t last_work = pp__mpi_now_ns(), sleep_ns = 1000;
     bool fin_sent = false;
     for (;;) {
-        uint32_t seen = atomic_load(&m->wake);
+        /* acquire, not seq_cst: pairs with pp__mpi_wake's bump, so a
+         * value that includes a bump shows what its waker did before it
+         * (the finishing flag; commands and requests are under their
+         * mutexes anyway).  This load is in no store-load pair: the
+         * handshake that decides the sleep is idle_sleep's. */
+        uint32_t seen = pp__atomic_load_acquire(&m->wake);
         int did = take_commands(m);
         did += pp__remote_send_new(m);
         for (int k = 0; k < 64; k++) {
@@ -270,7 +281,7 @@ void *pp__progress_main(void *arg)
         }
         /* acquire: pairs with pp_mpi_destroy's release store: the owners it
          * gave back before are in the command queue we read next turn */
-        bool finishing = atomic_load_explicit(&m->finishing, memory_order_acquire) != 0;
+        bool finishing = pp__atomic_load_acquire(&m->finishing) != 0;
         did += flush_returns(m, finishing);
         if (finishing) {
             if (!fin_sent && commands_empty(m) && pp__remote_idle(m)) {

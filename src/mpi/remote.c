@@ -139,7 +139,7 @@ static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
     m->reqs = req;
     m->unsent++;
     *made = true;
-    atomic_fetch_add_explicit(&m->st.misses, 1, memory_order_relaxed);
+    pp__atomic_add_relaxed(&m->st.misses, 1);
     return req;
 }
 
@@ -170,7 +170,7 @@ static int flat_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *
     if (pp_pin(m->pool, *local, PP_PIN_NOWAIT, &d) != 0)
         return PP_ESTALE;
     /* release: pairs with the unpin's acquire load */
-    atomic_store_explicit(&h->local, *local, memory_order_release);
+    pp__atomic_store_release(&h->local, *local);
     *hdr = h;
     return 0;
 }
@@ -324,7 +324,7 @@ int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *dat
     if (h->magic != PP__COPY_MAGIC || h->home_ref != ref.ref || h->rank != ref.rank)
         return PP_EINVAL;
     /* acquire: pairs with the release store after the copy's put */
-    int rc = pp_unpin(m->pool, atomic_load_explicit(&h->local, memory_order_acquire));
+    int rc = pp_unpin(m->pool, pp__atomic_load_acquire(&h->local));
     if (rc == 0)
         pp__thr_count(m, 0, -1);
     return rc;
@@ -456,7 +456,7 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
         m->t->ops->msg_free(m->t, msg);
         return;
     }
-    atomic_fetch_add_explicit(&m->st.bytes_fetched, f[3], memory_order_relaxed);
+    pp__atomic_add_relaxed(&m->st.bytes_fetched, f[3]);
     req->buf = msg->buf;   /* kept: it becomes the copy */
     req->len = msg->len;
     req->version = (uint32_t)f[2];

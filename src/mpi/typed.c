@@ -48,7 +48,7 @@ int pp__types_create(pp__types_t **out)
         return PP_ENOMEM;
     }
     pthread_mutex_init(&ts->mu, NULL);
-    atomic_init(&ts->refs, 1);
+    pp__atomic_store_relaxed(&ts->refs, 1);   /* not shared yet */
     ts->copy_type = (pp_type_t){ .name = "pinpool-mpi typed copy",
                                  .free = copy_free,
                                  .ctx = ts,
@@ -59,16 +59,17 @@ int pp__types_create(pp__types_t **out)
 
 static void types_ref(pp__types_t *ts)
 {
-    atomic_fetch_add_explicit(&ts->refs, 1, memory_order_relaxed);
+    pp__atomic_add_relaxed(&ts->refs, 1);
 }
 
 void pp__types_unref(pp__types_t *ts)
 {
     if (ts == NULL)
         return;
-    /* acq_rel: every use of the registry by one holder comes before the
-     * last holder's free of it */
-    if (atomic_fetch_sub_explicit(&ts->refs, 1, memory_order_acq_rel) != 1)
+    /* acq_rel: the release half pairs with the acquire half of the last
+     * holder's decrement, so every use of the registry by one holder
+     * comes before the last holder's free of it */
+    if (pp__atomic_sub_acq_rel(&ts->refs, 1) != 1)
         return;
     ck_ht_destroy(&ts->by_obj);
     pthread_mutex_destroy(&ts->mu);
@@ -84,15 +85,16 @@ int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
     pp__types_t *ts = m->types;
     int rc = 0;
     pthread_mutex_lock(&ts->mu);
-    const pp_type_t *had = atomic_load_explicit(&ts->reg[id], memory_order_relaxed);
+    const pp_type_t *had = pp__atomic_load_relaxed(&ts->reg[id]);
     if (had == NULL) {
         for (uint32_t i = 1; i < PP_MPI_TYPES_MAX && rc == 0; i++)
-            if (atomic_load_explicit(&ts->reg[i], memory_order_relaxed) == type)
+            if (pp__atomic_load_relaxed(&ts->reg[i]) == type)
                 rc = PP_EINVAL;   /* already registered under another id */
         if (rc == 0) {
-            /* release: a thread that finds the type reads it as given */
-            atomic_store_explicit(&ts->reg[id], type, memory_order_release);
-            atomic_fetch_add_explicit(&ts->nreg, 1, memory_order_relaxed);
+            /* release: pairs with pp__types_get's acquire load, so a
+             * thread that finds the type reads it as given */
+            pp__atomic_store_release(&ts->reg[id], type);
+            pp__atomic_add_relaxed(&ts->nreg, 1);
         }
     } else if (had != type) {
         rc = PP_EINVAL;   /* the id is another type's */
@@ -106,7 +108,7 @@ uint32_t pp__types_id_of(const pp__types_t *ts, const pp_type_t *type)
     if (type == NULL || type->save == NULL)
         return 0;
     for (uint32_t i = 1; i < PP_MPI_TYPES_MAX; i++)
-        if (atomic_load_explicit(&ts->reg[i], memory_order_relaxed) == type)
+        if (pp__atomic_load_relaxed(&ts->reg[i]) == type)
             return i;
     return PP__TYPE_UNREGISTERED;
 }
@@ -116,7 +118,7 @@ const pp_type_t *pp__types_get(const pp__types_t *ts, uint32_t id)
     if (id == 0 || id >= PP_MPI_TYPES_MAX)
         return NULL;
     /* acquire: pairs with the registration's release */
-    return atomic_load_explicit(&ts->reg[id], memory_order_acquire);
+    return pp__atomic_load_acquire(&ts->reg[id]);
 }
 
 /* What load made, freed as the type frees its data. */
@@ -210,7 +212,7 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
     if (pp_pin(m->pool, ref, PP_PIN_NOWAIT, &d) != 0)
         return PP_ESTALE;   /* dropped already, to make room */
     /* release: pairs with the unpin's acquire load */
-    atomic_store_explicit(&h->local, ref, memory_order_release);
+    pp__atomic_store_release(&h->local, ref);
     free(req->buf);   /* unpacked: the copy holds what load made */
     req->buf = NULL;
     *local = ref;
@@ -223,7 +225,7 @@ const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data)
     pp__types_t *ts = m->types;
     /* relaxed: a typed copy this thread holds a pin of was installed after
      * its type was registered, and the pin ordered that before us */
-    if (atomic_load_explicit(&ts->nreg, memory_order_relaxed) == 0)
+    if (pp__atomic_load_relaxed(&ts->nreg) == 0)
         return NULL;
     uint64_t h;
     if (!pp__ht_get(&ts->by_obj, (uint64_t)(uintptr_t)data, &h))

@@ -14,7 +14,7 @@
 #include "pinpool.h"
 
 /* Index of the first interval whose hi is above x (n if none). */
-static uint32_t pp__wset_find(const pp__wset_t *s, uint64_t x)
+static uint32_t wset_find(const pp__wset_t *s, uint64_t x)
 {
     uint32_t lo = 0, hi = s->n;
     while (lo < hi) {
@@ -27,7 +27,7 @@ static uint32_t pp__wset_find(const pp__wset_t *s, uint64_t x)
     return lo;
 }
 
-static int pp__wset_room(pp__wset_t *s, uint32_t more)
+static int wset_room(pp__wset_t *s, uint32_t more)
 {
     if (s->n + more <= s->cap)
         return 0;
@@ -48,7 +48,7 @@ int pp__wset_add(pp__wset_t *s, pp__wiv_t iv)
         return PP_EINVAL;
     /* i: the first interval that ends after iv.lo; it must start at or
      * after iv.hi, or iv overlaps it. */
-    uint32_t i = pp__wset_find(s, iv.lo);
+    uint32_t i = wset_find(s, iv.lo);
     if (i < s->n && s->iv[i].lo < iv.hi)
         return PP_EINVAL;
     bool left = i > 0 && s->iv[i - 1].hi == iv.lo;
@@ -62,7 +62,7 @@ int pp__wset_add(pp__wset_t *s, pp__wiv_t iv)
     } else if (right) {
         s->iv[i].lo = iv.lo;
     } else {
-        int rc = pp__wset_room(s, 1);
+        int rc = wset_room(s, 1);
         if (rc != 0)
             return rc;
         memmove(&s->iv[i + 1], &s->iv[i], (size_t)(s->n - i) * sizeof *s->iv);
@@ -76,7 +76,7 @@ int pp__wset_remove(pp__wset_t *s, pp__wiv_t iv)
 {
     if (iv.lo >= iv.hi)
         return PP_EINVAL;
-    uint32_t i = pp__wset_find(s, iv.lo);
+    uint32_t i = wset_find(s, iv.lo);
     if (i == s->n || s->iv[i].lo > iv.lo || s->iv[i].hi < iv.hi)
         return PP_EINVAL;                 /* not wholly within one interval */
     pp__wiv_t *c = &s->iv[i];
@@ -88,7 +88,7 @@ int pp__wset_remove(pp__wset_t *s, pp__wiv_t iv)
     } else if (c->hi == iv.hi) {
         c->hi = iv.lo;
     } else {
-        int rc = pp__wset_room(s, 1);
+        int rc = wset_room(s, 1);
         if (rc != 0)
             return rc;
         c = &s->iv[i];                    /* the array may have moved */
@@ -112,7 +112,7 @@ int pp__wset_remove_overlap(pp__wset_t *s, pp__wiv_t iv, uint64_t *gone)
     /* Otherwise each overlap ends at an end of its interval or of iv, so
      * none splits an interval: nothing to allocate (only a PP_ENOMEM of
      * the whole-interval case above reaches here with iv inside one). */
-    for (uint32_t i = pp__wset_find(s, iv.lo); i < s->n && s->iv[i].lo < iv.hi;) {
+    for (uint32_t i = wset_find(s, iv.lo); i < s->n && s->iv[i].lo < iv.hi;) {
         pp__wiv_t o = { s->iv[i].lo > iv.lo ? s->iv[i].lo : iv.lo,
                         s->iv[i].hi < iv.hi ? s->iv[i].hi : iv.hi };
         if (o.lo > s->iv[i].lo && o.hi < s->iv[i].hi)

@@ -75,6 +75,33 @@ static void destroy_pool(pp_pool_t *pool)
         pb_die_pp("pp_pool_destroy", rc);
 }
 
+/* Headers since pinpool_stats.h want the size and version of the stats
+ * set; older ones (the PB_OLD copy may see one) have neither. */
+#ifdef PP_STATS_VERSION
+#define PB_STATS_INIT PP_STATS_INIT
+#else
+#define PB_STATS_INIT {0}
+#endif
+
+/* The thread id of node 0's reclaimer: pp_node_stats, or node[0] of
+ * pp_pool_stats in headers older than it. */
+static int reclaimer_tid0(pp_pool_t *pool)
+{
+#ifdef PP_STATS_VERSION
+    pp_node_stats_t ns = PP_NODE_STATS_INIT;
+    int rc = pp_node_stats(pool, 0, &ns);
+    if (rc != 0)
+        pb_die_pp("pp_node_stats", rc);
+    return ns.reclaimer_tid;
+#else
+    pp_stats_t st;
+    int rc = pp_pool_stats(pool, &st);
+    if (rc != 0)
+        pb_die_pp("pp_pool_stats", rc);
+    return st.node[0].reclaimer_tid;
+#endif
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -136,13 +163,9 @@ static void bind_near_reclaimer(pp_pool_t *pool, bool same, int *cpu, cpu_set_t 
     *cpu = -1;
     if (pthread_getaffinity_np(pthread_self(), sizeof *old, old) != 0)
         pb_die("pthread_getaffinity_np failed");
-    pp_stats_t st;
-    int rc = pp_pool_stats(pool, &st);
-    if (rc != 0)
-        pb_die_pp("pp_pool_stats", rc);
+    int tid = reclaimer_tid0(pool);
     cpu_set_t rec;
-    if (st.node[0].reclaimer_tid <= 0 ||
-        sched_getaffinity(st.node[0].reclaimer_tid, sizeof rec, &rec) != 0)
+    if (tid <= 0 || sched_getaffinity(tid, sizeof rec, &rec) != 0)
         return;
     for (int c = 0; c < CPU_SETSIZE && *cpu < 0; c++)
         if (CPU_ISSET(c, old) && (CPU_ISSET(c, &rec) != 0) == same)
@@ -152,7 +175,8 @@ static void bind_near_reclaimer(pp_pool_t *pool, bool same, int *cpu, cpu_set_t 
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(*cpu, &one);
-    if ((rc = pthread_setaffinity_np(pthread_self(), sizeof one, &one)) != 0)
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    if (rc != 0)
         pb_die_errno("pthread_setaffinity_np", rc);
 }
 
@@ -196,7 +220,7 @@ static void reclaim_lag(size_t m, int same_cpu, const char *label, double *p50, 
     size_t got = atomic_load_explicit(&lag_log.n, memory_order_relaxed);
     if (got != m)
         pb_die("reclaim lag: %zu entries freed after the drain, expected %zu", got, m);
-    pp_stats_t st;
+    pp_stats_t st = PB_STATS_INIT;
     if ((rc = pp_pool_stats(pool, &st)) != 0)
         pb_die_pp("pp_pool_stats", rc);
     destroy_pool(pool);

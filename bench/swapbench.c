@@ -235,6 +235,7 @@ static void record(double mbps[2][NIMPL][64], int ph, int impl, int r, uint64_t 
 
 static void stats(pp_pool_t *pool, pp_stats_t *s)
 {
+    *s = (pp_stats_t)PP_STATS_INIT;
     int rc = pp_pool_stats(pool, s);
     if (rc != 0)
         fail_pp("pp_pool_stats", rc);

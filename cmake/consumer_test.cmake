@@ -45,6 +45,9 @@ get_filename_component(incdir "${installed_h}" DIRECTORY)
 if(NOT EXISTS "${incdir}/pinpool.hpp")
     message(FATAL_ERROR "consumer_test: pinpool.hpp is not installed beside ${installed_h}")
 endif()
+if(NOT EXISTS "${incdir}/pinpool_stats.h")
+    message(FATAL_ERROR "consumer_test: pinpool_stats.h is not installed beside ${installed_h}")
+endif()
 
 # 2. find_package(pinpool) in a separate project.
 pp_run("configure consumer" "${CMAKE_COMMAND}"

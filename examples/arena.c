@@ -310,6 +310,7 @@ static pp_ref_t g_refs[NTILES];
 static uint32_t g_version[NTILES];            /* under g_tile_lock[t] */
 static pthread_rwlock_t g_tile_lock[NTILES];  /* readers share, a writer is alone */
 static atomic_ulong g_writes, g_pins;
+static int g_reclaimer_tid[PP_MAX_NODES];    /* each node's, read before the pool's end */
 
 static void *worker_main(void *arg)
 {
@@ -406,8 +407,15 @@ static void release_all(pp_stats_t *st, unsigned long writes)
             FAIL("pp_release(tile %u): %s", t, pp_err_name(rc));
     if ((rc = pp_pool_drain(g_pool, 30000)) != 0)
         FAIL("pp_pool_drain: %s", pp_err_name(rc));
+    *st = (pp_stats_t)PP_STATS_INIT;
     if ((rc = pp_pool_stats(g_pool, st)) != 0)
         FAIL("pp_pool_stats: %s", pp_err_name(rc));
+    for (unsigned n = 0; n < st->nodes && n < PP_MAX_NODES; n++) {
+        pp_node_stats_t ns = PP_NODE_STATS_INIT;
+        if ((rc = pp_node_stats(g_pool, n, &ns)) != 0)
+            FAIL("pp_node_stats(%u): %s", n, pp_err_name(rc));
+        g_reclaimer_tid[n] = ns.reclaimer_tid;
+    }
     const pp_node_stats_t *s = &st->total;
     printf("%d workers: %lu pins, %lu writes\n", NTHREADS, atomic_load(&g_pins), writes);
     printf("pool: %u node(s), resident peak %llu of %zu bytes; evictions written %llu, "
@@ -431,7 +439,7 @@ static void check_books(const pp_stats_t *st, unsigned long nput)
     for (int i = 0; i < g_ledger.rows; i++) {
         int role = g_ledger.row[i].app ? APP : SWAP;
         for (unsigned n = 0; n < st->nodes && n < PP_MAX_NODES; n++)
-            if (g_ledger.row[i].tid == st->node[n].reclaimer_tid)
+            if (g_ledger.row[i].tid == g_reclaimer_tid[n])
                 role = RECLAIMER;
         for (int k = 0; k < NCALLS; k++) {
             by[role][k] += g_ledger.row[i].calls[k];
@@ -517,7 +525,7 @@ int main(int argc, char **argv)
 
     unsigned long writes = atomic_load(&g_writes);
     check_versions(buf, writes);
-    static pp_stats_t st;
+    pp_stats_t st;
     release_all(&st, writes);
     check_books(&st, (unsigned long)nput);
 

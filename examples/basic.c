@@ -178,8 +178,11 @@ static int create_pool(const char *topology, pp_stats_t *st)
     }
     unsigned nodes = st->nodes;
     int bound = 0;
-    for (unsigned n = 0; n < nodes; n++)
-        bound += st->node[n].cpu_bound != 0;
+    for (unsigned n = 0; n < nodes; n++) {
+        pp_node_stats_t ns = PP_NODE_STATS_INIT;
+        if (pp_node_stats(g_pool, n, &ns) == 0)
+            bound += ns.cpu_bound != 0;
+    }
     printf("pinpool %d.%d.%d basic demo\n", PINPOOL_VERSION_MAJOR, PINPOOL_VERSION_MINOR,
            PINPOOL_VERSION_PATCH);
     printf("pool: %u node domain(s), topology %s (%s); reclaimers bound to their node's CPUs: %d of %u\n",
@@ -266,7 +269,7 @@ static void release_tiles(void)
         error("%s%d: expected PP_ESTALE", "pp_stat after drain", 0, rc);
 }
 
-/* The pool's statistics, per node and in total. */
+/* The pool's statistics, per node (pp_node_stats) and in total. */
 static void print_stats(const pp_stats_t *st)
 {
     printf("\n  %-6s %8s %10s %6s %7s %7s %6s %9s %9s %9s  %s\n", "node", "entries",
@@ -277,7 +280,9 @@ static void print_stats(const pp_stats_t *st)
     for (unsigned n = 0; n < st->nodes; n++) {
         char name[16];
         snprintf(name, sizeof name, "%u", n);
-        print_row(name, &st->node[n], 1);
+        pp_node_stats_t ns = PP_NODE_STATS_INIT;
+        if (pp_node_stats(g_pool, n, &ns) == 0)
+            print_row(name, &ns, 1);
     }
     print_row("total", &st->total, 0);
     printf("\n");
@@ -318,7 +323,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
 
-    static pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;     /* the size and version of what we read */
     if ((rc = create_pool(topology, &st)) != 0)
         return rc;
     if ((rc = put_tiles(st.nodes)) != 0)

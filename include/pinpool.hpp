@@ -789,9 +789,15 @@ class pool {
         return pinned_many<T>::try_pin(p_, refs, n, flags, out, file, line);
     }
 
-    /* Thin forwards (pinpool.h says what each does). */
+    /* Thin forwards (pinpool.h says what each does).  stats and node_stats
+     * (pinpool_stats.h) want out's size and version set: start from
+     * PP_STATS_INIT or PP_NODE_STATS_INIT. */
     int drain(int timeout_ms) noexcept { return pp_pool_drain(p_, timeout_ms); }
     int stats(pp_stats_t &out) const noexcept { return pp_pool_stats(p_, &out); }
+    int node_stats(unsigned node, pp_node_stats_t &out) const noexcept
+    {
+        return pp_node_stats(p_, node, &out);
+    }
     int stat(pp_ref_t ref, pp_entry_info_t &out) const noexcept { return pp_stat(p_, ref, &out); }
     int prefetch(pp_ref_t ref) noexcept { return pp_prefetch(p_, ref); }
     int advise(pp_ref_t ref, unsigned advice) noexcept { return pp_advise(p_, ref, advice); }

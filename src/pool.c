@@ -265,7 +265,7 @@ static bool pp__drained(pp_pool_t *pool)
         if (pp__atomic_load_acquire(&pool->nodes[n]->prod.dead_in_io) != 0)
             return false;
     }
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     pp_pool_stats(pool, &st);
     return st.total.reclaim_queue_depth == 0;
 }

@@ -9,6 +9,8 @@ int main(void)
     pp_entry_info_t info;
     pp_ref_t ref = ((pp_ref_t)3 << 58) | ((pp_ref_t)5 << 32) | 7u;
     const char *(*err_name)(int) = pp_err_name;
+    pp_stats_t stats = PP_STATS_INIT;
+    pp_node_stats_t node = PP_NODE_STATS_INIT;
     int (*pin)(pp_pool_t *, pp_ref_t, unsigned, void **, const char *, int) =
         pp_pin_loc;
 
@@ -17,6 +19,9 @@ int main(void)
     (void)info;
     (void)pin;
     if (pp_ref_node(ref) != 3 || pp_ref_slot(ref) != 5 || pp_ref_gen(ref) != 7)
+        return 1;
+    if (stats.size != sizeof stats || stats.version != PP_STATS_VERSION ||
+        stats.total.puts != 0 || node.size != sizeof node || node.version != PP_STATS_VERSION)
         return 1;
     if (PP_ON_NODE(1) == 0 || PP_OK != 0 || PP_ESTALE >= 0)
         return 1;

@@ -277,43 +277,62 @@ static inline void test_drain(pp_pool_t *pool)
     cr_assert_eq(rc, 0, "pp_pool_drain: %s", pp_err_name(rc));
 }
 
+/* The pool's statistics into s (its size and version set here). */
 static inline void test_stats(pp_pool_t *pool, pp_stats_t *s)
 {
-    memset(s, 0, sizeof *s);
+    *s = (pp_stats_t)PP_STATS_INIT;
     int rc = pp_pool_stats(pool, s);
     cr_assert_eq(rc, 0, "pp_pool_stats: %s", pp_err_name(rc));
 }
 
-/* Stats into a heap copy: pp_stats_t is large, and polls call this often. */
+/* One node's statistics into s (its size and version set here). */
+static inline void test_node_stats(pp_pool_t *pool, unsigned node, pp_node_stats_t *s)
+{
+    *s = (pp_node_stats_t)PP_NODE_STATS_INIT;
+    int rc = pp_node_stats(pool, node, s);
+    cr_assert_eq(rc, 0, "pp_node_stats(%u): %s", node, pp_err_name(rc));
+}
+
+/* One node's statistics, by value. */
+static inline pp_node_stats_t test_node(pp_pool_t *pool, unsigned node)
+{
+    pp_node_stats_t s;
+    test_node_stats(pool, node, &s);
+    return s;
+}
+
 static inline unsigned test_nodes(pp_pool_t *pool)
 {
-    pp_stats_t *s = malloc(sizeof *s);
-    cr_assert_not_null(s);
-    test_stats(pool, s);
-    unsigned n = s->nodes;
-    free(s);
-    cr_assert(n >= 1 && n <= PP_MAX_NODES, "nodes = %u", n);
-    return n;
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert(s.nodes >= 1 && s.nodes <= PP_MAX_NODES, "nodes = %u", s.nodes);
+    return s.nodes;
+}
+
+/* Each node's reclaimer thread id into tid[node]; returns the nodes. */
+static inline unsigned test_reclaimer_tids(pp_pool_t *pool, int tid[PP_MAX_NODES])
+{
+    unsigned nodes = test_nodes(pool);
+    for (unsigned n = 0; n < nodes; n++) {
+        pp_node_stats_t s;
+        test_node_stats(pool, n, &s);
+        tid[n] = s.reclaimer_tid;
+    }
+    return nodes;
 }
 
 /* One counter of pp_pool_stats, for polls: total or one node. */
 #define STAT_TOTAL(pool, field)                                                \
     __extension__({                                                            \
-        pp_stats_t *st_ = malloc(sizeof *st_);                                 \
-        cr_assert_not_null(st_);                                               \
-        test_stats((pool), st_);                                               \
-        uint64_t v_ = st_->total.field;                                        \
-        free(st_);                                                             \
-        v_;                                                                    \
+        pp_stats_t st_;                                                        \
+        test_stats((pool), &st_);                                              \
+        (uint64_t)st_.total.field;                                             \
     })
 #define STAT_NODE(pool, n, field)                                              \
     __extension__({                                                            \
-        pp_stats_t *st_ = malloc(sizeof *st_);                                 \
-        cr_assert_not_null(st_);                                               \
-        test_stats((pool), st_);                                               \
-        uint64_t v_ = (uint64_t)st_->node[(n)].field;                          \
-        free(st_);                                                             \
-        v_;                                                                    \
+        pp_node_stats_t st_;                                                   \
+        test_node_stats((pool), (n), &st_);                                    \
+        (uint64_t)st_.field;                                                   \
     })
 
 static inline pp_entry_info_t test_stat(pp_pool_t *pool, pp_ref_t ref)

@@ -77,22 +77,19 @@ static pp_ref_t put_one(pp_pool_t *pool)
  * reclaimer held at the gate by the first. */
 static void fill_to_mark(pp_pool_t *pool)
 {
-    pp_stats_t *s = malloc(sizeof *s);
-    cr_assert_not_null(s);
-    test_stats(pool, s);
-    uint64_t mark = s->backlog_mark;
+    pp_stats_t s;
+    test_stats(pool, &s);
+    uint64_t mark = s.backlog_mark;
     for (int i = 0; i < 1000; i++) {
-        test_stats(pool, s);
-        if (s->node[0].backlog_bytes >= mark)
+        if (STAT_NODE(pool, 0, backlog_bytes) >= mark)
             break;
         assert_rc(pp_release(pool, put_one(pool)), 0);
         if (i == 0)
             cr_assert(WAIT_UNTIL(atomic_load(&g_gate.entered) == 1, TEST_WAIT_MS));
     }
-    test_stats(pool, s);
-    cr_assert_geq(s->node[0].backlog_bytes, mark);
-    cr_assert_lt(s->node[0].backlog_bytes, mark + CHARGE, "one entry past the mark at most");
-    free(s);
+    uint64_t bytes = STAT_NODE(pool, 0, backlog_bytes);
+    cr_assert_geq(bytes, mark);
+    cr_assert_lt(bytes, mark + CHARGE, "one entry past the mark at most");
 }
 
 static void open_and_finish(pp_pool_t *pool)
@@ -150,11 +147,11 @@ Test(backlog, counts_size_and_slot_until_the_free, .timeout = 60)
 
     gate_open();
     test_drain(pool);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.node[0].backlog_bytes, 0);
-    cr_assert_eq(s.node[0].backlog_peak, 2 * CHARGE, "the peak stays");
-    cr_assert_eq(s.node[0].backlog_waits + s.node[0].backlog_refused, 0);
+    pp_node_stats_t s;
+    test_node_stats(pool, 0, &s);
+    cr_assert_eq(s.backlog_bytes, 0);
+    cr_assert_eq(s.backlog_peak, 2 * CHARGE, "the peak stays");
+    cr_assert_eq(s.backlog_waits + s.backlog_refused, 0);
     cr_assert_eq(atomic_load(&g_gate.frees), 2);
     test_destroy(pool);
     TCHECK_NONE();
@@ -171,14 +168,17 @@ Test(backlog, nowait_returns_eagain_at_the_mark, .timeout = 60)
     assert_rc(pp_release(pool, r), 0);
     fill_to_mark(pool);
     pp_stats_t s0, s1;
+    pp_node_stats_t n0, n1;
     test_stats(pool, &s0);
+    test_node_stats(pool, 0, &n0);
     for (int i = 0; i < 3; i++)
         assert_rc(put_flags(pool, PP_PUT_NOWAIT, &r), PP_EAGAIN);
     test_stats(pool, &s1);
-    cr_assert_eq(s1.node[0].backlog_refused, s0.node[0].backlog_refused + 3);
+    test_node_stats(pool, 0, &n1);
+    cr_assert_eq(n1.backlog_refused, n0.backlog_refused + 3);
     cr_assert_eq(s1.total.puts, s0.total.puts, "a refused put is not a put");
-    cr_assert_eq(s1.node[0].backlog_waits, 0);
-    cr_assert_eq(s1.node[0].backlog_bytes, s0.node[0].backlog_bytes);
+    cr_assert_eq(n1.backlog_waits, 0);
+    cr_assert_eq(n1.backlog_bytes, n0.backlog_bytes);
 
     gate_open();
     test_drain(pool);
@@ -227,12 +227,14 @@ Test(backlog, put_waits_until_below_the_mark, .timeout = 60)
     test_thread_join(th);
     assert_rc(p.rc, 0);
     pp_stats_t s;
+    pp_node_stats_t n0;
     test_stats(pool, &s);
-    cr_assert_eq(s.node[0].backlog_waiting, 0);
-    cr_assert_eq(s.node[0].backlog_waits, 1);
-    cr_assert_gt(s.node[0].backlog_wait_ns, 0);
-    cr_assert_eq(s.node[0].backlog_wait_max_ns, s.node[0].backlog_wait_ns);
-    cr_assert_lt(s.node[0].backlog_bytes, s.backlog_mark, "woken below the mark");
+    test_node_stats(pool, 0, &n0);
+    cr_assert_eq(n0.backlog_waiting, 0);
+    cr_assert_eq(n0.backlog_waits, 1);
+    cr_assert_gt(n0.backlog_wait_ns, 0);
+    cr_assert_eq(n0.backlog_wait_max_ns, n0.backlog_wait_ns);
+    cr_assert_lt(n0.backlog_bytes, s.backlog_mark, "woken below the mark");
     assert_rc(pp_release(pool, p.ref), 0);
     open_and_finish(pool);
 }
@@ -338,18 +340,20 @@ Test(backlog, bound_holds_under_a_gated_reclaimer, .timeout = 60)
     test_thread_start(&th, churn_main, &c);
     cr_assert(WAIT_UNTIL(STAT_NODE(pool, 0, backlog_waiting) == 1, TEST_WAIT_MS));
     pp_stats_t s;
+    pp_node_stats_t n0;
     test_stats(pool, &s);
+    test_node_stats(pool, 0, &n0);
     cr_assert_lt(atomic_load(&c.made), 400, "the producer is held");
-    cr_assert_geq(s.node[0].backlog_bytes, s.backlog_mark);
-    cr_assert_leq(s.node[0].backlog_peak, s.backlog_mark + CHARGE);
+    cr_assert_geq(n0.backlog_bytes, s.backlog_mark);
+    cr_assert_leq(n0.backlog_peak, s.backlog_mark + CHARGE);
     gate_open();
     test_thread_join(th);
     TCHECK_NONE();
     cr_assert_eq(atomic_load(&c.made), 400);
     test_drain(pool);
-    test_stats(pool, &s);
-    cr_assert_leq(s.node[0].backlog_peak, BOUND);
-    cr_assert_geq(s.node[0].backlog_waits, 1);
+    test_node_stats(pool, 0, &n0);
+    cr_assert_leq(n0.backlog_peak, BOUND);
+    cr_assert_geq(n0.backlog_waits, 1);
     cr_assert_eq(atomic_load(&g_gate.frees), 400);
     open_and_finish(pool);
 }
@@ -364,10 +368,10 @@ Test(backlog, none_never_waits, .timeout = 60)
         assert_rc(pp_release(pool, r), 0);
     }
     cr_assert(WAIT_UNTIL(atomic_load(&g_gate.entered) == 1, TEST_WAIT_MS));
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_geq(s.node[0].backlog_bytes, 99 * CHARGE);
-    cr_assert_eq(s.node[0].backlog_refused + s.node[0].backlog_waits, 0);
+    pp_node_stats_t s;
+    test_node_stats(pool, 0, &s);
+    cr_assert_geq(s.backlog_bytes, 99 * CHARGE);
+    cr_assert_eq(s.backlog_refused + s.backlog_waits, 0);
     open_and_finish(pool);
 }
 

@@ -3,12 +3,9 @@
 
 static unsigned threads_now(pp_pool_t *pool)
 {
-    pp_stats_t *s = malloc(sizeof *s);
-    cr_assert_not_null(s);
-    test_stats(pool, s);
-    unsigned n = s->threads;
-    free(s);
-    return n;
+    pp_stats_t s;
+    test_stats(pool, &s);
+    return s.threads;
 }
 
 /* ---- a QSBR reader holds the free back until its next pp_quiescent ------ */
@@ -494,8 +491,10 @@ Test(epoch, many_short_lived_threads, .timeout = 120)
         uint64_t want = 0;
         for (size_t i = 0; i < SHORT_THREADS; i++)
             want += (i % nodes) == n;
-        cr_assert_eq(s.node[n].puts, want, "node %u", n);
-        cr_assert_eq(s.node[n].frees, want, "node %u", n);
+        pp_node_stats_t ns;
+        test_node_stats(pool, n, &ns);
+        cr_assert_eq(ns.puts, want, "node %u", n);
+        cr_assert_eq(ns.frees, want, "node %u", n);
     }
     for (size_t i = 0; i < SHORT_THREADS; i++)
         cr_assert_eq(ct_frees(ct, i), 1, "entry %zu", i);

@@ -55,14 +55,18 @@ static void *lim_sampler(void *arg)
     if (s == NULL)
         return NULL;
     do {
+        *s = (pp_stats_t)PP_STATS_INIT;
         int rc = pp_pool_stats(a->pool, s);
         TCHECK(rc == 0, "pp_pool_stats: %s", pp_err_name(rc));
         TCHECK(s->resident_reserved <= s->mem_limit, "reserved %" PRIu64 " > limit %zu",
                s->resident_reserved, s->mem_limit);
-        for (unsigned n = 0; n < s->nodes; n++)
-            TCHECK(s->node[n].resident_bytes <= s->mem_limit + LIM_MAX_SIZE,
-                   "node %u resident %" PRIu64 " > limit + max entry", n,
-                   s->node[n].resident_bytes);
+        for (unsigned n = 0; n < s->nodes; n++) {
+            pp_node_stats_t ns = PP_NODE_STATS_INIT;
+            rc = pp_node_stats(a->pool, n, &ns);
+            TCHECK(rc == 0, "pp_node_stats(%u): %s", n, pp_err_name(rc));
+            TCHECK(ns.resident_bytes <= s->mem_limit + LIM_MAX_SIZE,
+                   "node %u resident %" PRIu64 " > limit + max entry", n, ns.resident_bytes);
+        }
         /* The sum of the nodes' counters is one snapshot only on one node
          * (each node's counter is read at a different moment). */
         if (s->nodes == 1)

@@ -22,7 +22,9 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
     int swap_tid[2] = {0, 0};
     for (int p = 0; p < 2; p++) {
         unsigned n = use[p];
-        pp_stats_t *s0 = test_stats_new(pool);
+        pp_node_stats_t s0[4], s1[4], s2[4];
+        for (unsigned m = 0; m < 4; m++)
+            test_node_stats(pool, m, &s0[m]);
         pp_ref_t refs[MN_PER_NODE];
         size_t base = (size_t)p * MN_PER_NODE;
         for (size_t i = 0; i < MN_PER_NODE; i++) {
@@ -50,17 +52,17 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
         cr_assert_eq(swapped, 2);
         cr_assert_neq(swap_tid[p], my_tid());
 
-        pp_stats_t *s1 = test_stats_new(pool);
         for (unsigned m = 0; m < 4; m++) {
-            uint64_t ev = s1->node[m].evictions_written - s0->node[m].evictions_written;
+            test_node_stats(pool, m, &s1[m]);
+            uint64_t ev = s1[m].evictions_written - s0[m].evictions_written;
             if (m == n) {
                 cr_assert_eq(ev, swapped, "node %u counted %" PRIu64 " evictions", m, ev);
-                cr_assert_gt(s1->node[m].swap_used_bytes, 0);
-                cr_assert_eq(s1->node[m].swapped_bytes, swapped * PAGE);
+                cr_assert_gt(s1[m].swap_used_bytes, 0);
+                cr_assert_eq(s1[m].swapped_bytes, swapped * PAGE);
             } else {
                 cr_assert_eq(ev, 0, "node %u counted evictions of node %u's entries", m, n);
-                cr_assert_eq(s1->node[m].swap_used_bytes, 0);
-                cr_assert_eq(s1->node[m].swap_bytes_written, s0->node[m].swap_bytes_written);
+                cr_assert_eq(s1[m].swap_used_bytes, 0);
+                cr_assert_eq(s1[m].swap_bytes_written, s0[m].swap_bytes_written);
             }
         }
 
@@ -78,15 +80,12 @@ Test(evict, each_node_swaps_its_own_entries, .timeout = 60)
                      "(%d; main %d; loads %u; state 0x%x)", n,
                      atomic_load(&sw->load_tid[base + victim2]), swap_tid[p], my_tid(),
                      atomic_load(&sw->loads[base + victim2]), state_of(pool, refs[victim2]));
-        cr_assert(WAIT_UNTIL(STAT_NODE(pool, n, loads) == s1->node[n].loads + 2, TEST_WAIT_MS));
-        pp_stats_t *s2 = test_stats_new(pool);
+        cr_assert(WAIT_UNTIL(STAT_NODE(pool, n, loads) == s1[n].loads + 2, TEST_WAIT_MS));
         for (unsigned m = 0; m < 4; m++) {
+            test_node_stats(pool, m, &s2[m]);
             if (m != n)
-                cr_assert_eq(s2->node[m].loads, s0->node[m].loads, "node %u counted a load", m);
+                cr_assert_eq(s2[m].loads, s0[m].loads, "node %u counted a load", m);
         }
-        free(s0);
-        free(s1);
-        free(s2);
         for (size_t i = 0; i < MN_PER_NODE; i++)
             assert_rc(pp_release(pool, refs[i]), 0);
         cr_assert(WAIT_UNTIL(all_freed(pool), TEST_WAIT_MS));

@@ -348,15 +348,15 @@ Test(hot, stale_refs_and_slot_reuse, .timeout = 60)
         int h = hot(pool, refs[i], HOT_ON);
         cr_assert_eq(h, i < (int)PP__HOT_SLOTS ? 1 : 0, "entry %d: %d", i, h);
     }
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.node[0].hot_entries, PP__HOT_SLOTS);
-    cr_assert_eq(s.node[0].hot_full, 80 - PP__HOT_SLOTS);
+    pp_node_stats_t s;
+    test_node_stats(pool, 0, &s);
+    cr_assert_eq(s.hot_entries, PP__HOT_SLOTS);
+    cr_assert_eq(s.hot_full, 80 - PP__HOT_SLOTS);
     for (int i = 0; i < 80; i++)
         assert_rc(pp_release(pool, refs[i]), 0);
     test_drain(pool);
-    test_stats(pool, &s);
-    cr_assert_eq(s.node[0].hot_entries, 0);   /* every slot given back */
+    test_node_stats(pool, 0, &s);
+    cr_assert_eq(s.hot_entries, 0);   /* every slot given back */
     for (int i = 0; i < 80; i++) {
         assert_rc(pp_pin(pool, refs[i], 0, NULL), PP_ESTALE);
         assert_rc(pp_unpin(pool, refs[i]), PP_ESTALE);

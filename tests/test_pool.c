@@ -319,11 +319,8 @@ Test(pool, destroy_frees_every_entry_once, .timeout = 30)
                 assert_rc(pp_retain(pool, refs[i]), 0);
         }
     }
-    pp_stats_t s;
-    test_stats(pool, &s);
     int tids[PP_MAX_NODES];
-    for (unsigned n = 0; n < nodes; n++)
-        tids[n] = s.node[n].reclaimer_tid;
+    test_reclaimer_tids(pool, tids);
 
     test_destroy(pool);
     for (size_t i = 0; i < N_DESTROY; i++) {

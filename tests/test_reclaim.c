@@ -44,8 +44,8 @@ Test(reclaim, free_once_never_on_finalizing_thread, .timeout = 60)
         assert_rc(pp_pin(pool, refs[i], 0, NULL), 0);
         assert_rc(pp_release(pool, refs[i]), 0);
     }
-    pp_stats_t s;
-    test_stats(pool, &s);
+    int rtid[PP_MAX_NODES];
+    test_reclaimer_tids(pool, rtid);
 
     /* The main thread finalizes a quarter by release, a thread another
      * quarter by release, and two threads the pinned half by unpin. */
@@ -73,7 +73,7 @@ Test(reclaim, free_once_never_on_finalizing_thread, .timeout = 60)
         cr_assert_neq(tid, me, "entry %zu freed on the main thread", i);
         for (int k = 0; k < 3; k++)
             cr_assert_neq(tid, f[k].tid, "entry %zu freed on a finalizer", i);
-        cr_assert_eq(tid, s.node[pp_ref_node(refs[i])].reclaimer_tid,
+        cr_assert_eq(tid, rtid[pp_ref_node(refs[i])],
                      "entry %zu not freed by its home reclaimer", i);
     }
     test_destroy(pool);
@@ -109,9 +109,8 @@ Test(reclaim, free_on_home_node_reclaimer, .timeout = 60)
     pp_options_t o = PP_OPTIONS_INIT;
     o.topology = TEST_SYNTH4;
     pp_pool_t *pool = test_pool(&o);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.nodes, 4);
+    int rtid[PP_MAX_NODES];
+    cr_assert_eq(test_reclaimer_tids(pool, rtid), 4);
     size_t n = 4 * HOME_PER_NODE;
     ct_t *ct = ct_new(n);
     pp_ref_t refs[4 * HOME_PER_NODE];
@@ -146,16 +145,16 @@ Test(reclaim, free_on_home_node_reclaimer, .timeout = 60)
     /* Map back from entry id (ct id) to its node: id % 4. */
     for (size_t id = 0; id < n; id++) {
         cr_assert_eq(ct_frees(ct, id), 1, "entry %zu", id);
-        cr_assert_eq(ct_tid(ct, id), s.node[id % 4].reclaimer_tid,
+        cr_assert_eq(ct_tid(ct, id), rtid[id % 4],
                      "entry %zu (node %zu) freed on tid %d", id, id % 4,
                      ct_tid(ct, id));
     }
-    pp_stats_t s2;
-    test_stats(pool, &s2);
     for (unsigned k = 0; k < 4; k++) {
-        cr_assert_eq(s2.node[k].frees, HOME_PER_NODE, "node %u", k);
-        cr_assert_eq(s2.node[k].queued, HOME_PER_NODE, "node %u", k);
-        cr_assert_eq(s2.node[k].reclaimer_tid, s.node[k].reclaimer_tid);
+        pp_node_stats_t s2;
+        test_node_stats(pool, k, &s2);
+        cr_assert_eq(s2.frees, HOME_PER_NODE, "node %u", k);
+        cr_assert_eq(s2.queued, HOME_PER_NODE, "node %u", k);
+        cr_assert_eq(s2.reclaimer_tid, rtid[k]);
     }
     test_destroy(pool);
     ct_delete(ct);
@@ -245,8 +244,10 @@ Test(reclaim, storm_of_final_unpins, .timeout = 120)
     cr_assert_eq(s.total.unpins, total * STORM_THREADS);
     cr_assert_eq(s.total.releases, total * STORM_THREADS);
     for (unsigned n = 0; n < nodes; n++) {
-        cr_assert_eq(s.node[n].frees, s.node[n].queued, "node %u", n);
-        cr_assert_eq(s.node[n].reclaim_queue_depth, 0, "node %u", n);
+        pp_node_stats_t ns;
+        test_node_stats(pool, n, &ns);
+        cr_assert_eq(ns.frees, ns.queued, "node %u", n);
+        cr_assert_eq(ns.reclaim_queue_depth, 0, "node %u", n);
     }
     test_destroy(pool);
     cr_assert_eq(atomic_load(&ct->total), total);
@@ -280,9 +281,12 @@ Test(reclaim, queue_and_lag_stats, .timeout = 60)
     cr_assert_eq(s.total.reclaim_queue_depth, 0);
     /* One thread queued them all: the first of every PP__LAG_SAMPLE per node
      * is timed. */
+    pp_node_stats_t node[PP_MAX_NODES];
     uint64_t sampled = 0;
-    for (unsigned k = 0; k < nodes; k++)
-        sampled += (s.node[k].frees + PP__LAG_SAMPLE - 1) / PP__LAG_SAMPLE;
+    for (unsigned k = 0; k < nodes; k++) {
+        test_node_stats(pool, k, &node[k]);
+        sampled += (node[k].frees + PP__LAG_SAMPLE - 1) / PP__LAG_SAMPLE;
+    }
     cr_assert_eq(s.total.lag_count, sampled);
     cr_assert_leq(s.total.lag_p50_ns, s.total.lag_p99_ns);
     /* Quantiles are bucket upper bounds capped at the maximum. */
@@ -294,7 +298,7 @@ Test(reclaim, queue_and_lag_stats, .timeout = 60)
     cr_assert_leq(s.total.lag_max_ns, s.total.lag_total_ns);
     uint64_t sum_count = 0, sum_total = 0, max = 0;
     for (unsigned k = 0; k < nodes; k++) {
-        pp_node_stats_t *ns = &s.node[k];
+        pp_node_stats_t *ns = &node[k];
         cr_assert_eq(ns->lag_count, (ns->frees + PP__LAG_SAMPLE - 1) / PP__LAG_SAMPLE,
                      "node %u", k);
         cr_assert_leq(ns->lag_p50_ns, ns->lag_p99_ns, "node %u", k);
@@ -329,9 +333,10 @@ Test(reclaim, lag_quantiles_capped_at_max, .timeout = 60)
                   "lag_p50_ns %" PRIu64 " > lag_max_ns %" PRIu64,
                   s.total.lag_p50_ns, s.total.lag_max_ns);
     cr_assert_leq(s.total.lag_p99_ns, s.total.lag_max_ns);
-    unsigned home = pp_ref_node(r);
-    cr_assert_leq(s.node[home].lag_p50_ns, s.node[home].lag_max_ns);
-    cr_assert_leq(s.node[home].lag_p99_ns, s.node[home].lag_max_ns);
+    pp_node_stats_t home;
+    test_node_stats(pool, pp_ref_node(r), &home);
+    cr_assert_leq(home.lag_p50_ns, home.lag_max_ns);
+    cr_assert_leq(home.lag_p99_ns, home.lag_max_ns);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -439,10 +444,10 @@ Test(reclaim, finalizer_never_waits_for_free, .timeout = 60)
     assert_rc(pp_release(pool, b), 0);
     assert_rc(pp_unpin(pool, b), 0);
     cr_assert_eq(atomic_load(&g_slow.done), 0);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.node[0].queued, 2);
-    cr_assert_geq(s.node[0].reclaim_queue_depth, 1);
+    pp_node_stats_t s;
+    test_node_stats(pool, 0, &s);
+    cr_assert_eq(s.queued, 2);
+    cr_assert_geq(s.reclaim_queue_depth, 1);
     atomic_store(&g_slow.release, 1);
     test_drain(pool);
     cr_assert_eq(atomic_load(&g_slow.done), 2);

@@ -1,4 +1,9 @@
-/* test_stats.c -- pp_stat and pp_pool_stats (src/stats.c). */
+/* test_stats.c -- pp_stat, pp_pool_stats and pp_node_stats (src/stats.c). */
+#include <pinpool_stats.h> /* first: it compiles on its own */
+
+#include <limits.h>
+#include <stddef.h>
+
 #include "helpers.h"
 #include "testhooks.h" /* pp__pool_is_valid */
 
@@ -92,12 +97,13 @@ Test(stats, exact_counts_after_threads, .timeout = 120)
     memset(&sum, 0, sizeof sum);
 #define CHECK_FIELD(f)                                                         \
     do {                                                                       \
-        cr_assert_eq(s.node[k].f, want[k].f, "node %u " #f ": %" PRIu64        \
-                     " != %" PRIu64, k, (uint64_t)s.node[k].f,                 \
-                     (uint64_t)want[k].f);                                     \
-        sum.f += s.node[k].f;                                                  \
+        cr_assert_eq(ns.f, want[k].f, "node %u " #f ": %" PRIu64 " != %" PRIu64, \
+                     k, (uint64_t)ns.f, (uint64_t)want[k].f);                  \
+        sum.f += ns.f;                                                         \
     } while (0)
     for (unsigned k = 0; k < nodes; k++) {
+        pp_node_stats_t ns;
+        test_node_stats(pool, k, &ns);
         CHECK_FIELD(puts);
         CHECK_FIELD(pins);
         CHECK_FIELD(unpins);
@@ -108,12 +114,12 @@ Test(stats, exact_counts_after_threads, .timeout = 120)
         CHECK_FIELD(queued);
         CHECK_FIELD(entries);
         CHECK_FIELD(resident_bytes);
-        cr_assert_eq(s.node[k].reclaim_queue_depth, 0);
-        cr_assert_eq(s.node[k].swapped_bytes, 0);
-        cr_assert_geq(s.node[k].slots, s.node[k].entries);
-        sum.lag_count += s.node[k].lag_count;
-        sum.grace_polls += s.node[k].grace_polls;
-        sum.slots += s.node[k].slots;
+        cr_assert_eq(ns.reclaim_queue_depth, 0);
+        cr_assert_eq(ns.swapped_bytes, 0);
+        cr_assert_geq(ns.slots, ns.entries);
+        sum.lag_count += ns.lag_count;
+        sum.grace_polls += ns.grace_polls;
+        sum.slots += ns.slots;
     }
 #undef CHECK_FIELD
     /* Totals are the per-node sums, and the known totals. */
@@ -231,11 +237,11 @@ Test(stats, entry_info_fields, .timeout = 30)
     assert_rc(pp_unpin(pool, r), 0);
     pp_entry_info_t x;
     assert_rc(pp_stat(pool, r, &x), PP_ESTALE);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.node[node].reclaim_queue_depth, 1);
-    cr_assert_eq(s.node[node].queued, 1);
-    cr_assert_eq(s.node[node].frees, 0);
+    pp_node_stats_t s;
+    test_node_stats(pool, node, &s);
+    cr_assert_eq(s.reclaim_queue_depth, 1);
+    cr_assert_eq(s.queued, 1);
+    cr_assert_eq(s.frees, 0);
     cr_assert_eq(ct_frees(ct, 0), 0);
 
     sig_set(&h.out, 1);
@@ -277,12 +283,225 @@ Test(stats, pool_stats_errors_and_basics, .timeout = 30)
     cr_assert_eq(s.total.entries, 0);
     cr_assert_eq(s.total.puts, 0);
     cr_assert_eq(s.total.frees, 0);
-    /* Nodes past the last are zero. */
-    for (unsigned k = s.nodes; k < PP_MAX_NODES; k++) {
-        cr_assert_eq(s.node[k].reclaimer_tid, 0);
-        cr_assert_eq(s.node[k].puts, 0);
-    }
+    /* The library sets the size and version of the struct and of total. */
+    cr_assert_eq(s.size, sizeof s);
+    cr_assert_eq(s.version, PP_STATS_VERSION);
+    cr_assert_eq(s.total.size, sizeof s.total);
+    cr_assert_eq(s.total.version, PP_STATS_VERSION);
     test_destroy(pool);
+}
+
+/* ---- the size and version contract -------------------------------------- */
+
+#define ST_FILL 0xA5 /* what a refused call must leave in every byte */
+
+/* Each struct with room after it: a call must write nothing past size. */
+typedef union stats_buf {
+    pp_stats_t s;
+    unsigned char b[sizeof(pp_stats_t) + 64];
+} stats_buf_t;
+typedef union node_buf {
+    pp_node_stats_t s;
+    unsigned char b[sizeof(pp_node_stats_t) + 64];
+} node_buf_t;
+
+/* True if every byte from `from` on is still ST_FILL. */
+static bool all_fill(const unsigned char *b, size_t from, size_t len)
+{
+    for (size_t i = from; i < len; i++)
+        if (b[i] != ST_FILL)
+            return false;
+    return true;
+}
+
+/* The caller's size and version, refused by both calls: PP_EINVAL, one
+ * report line with the expected pair, nothing written past the two. */
+static void check_refused(pp_pool_t *pool, report_cap_t *rep, size_t size,
+                          size_t node_size, unsigned version)
+{
+    char want[96];
+    stats_buf_t sb;
+    memset(&sb, ST_FILL, sizeof sb);
+    sb.s.size = size;
+    sb.s.version = version;
+    size_t from = report_cap_count(rep);
+    assert_rc(pp_pool_stats(pool, &sb.s), PP_EINVAL);
+    cr_assert(all_fill(sb.b, offsetof(pp_stats_t, version) + sizeof sb.s.version, sizeof sb.b),
+              "pp_pool_stats wrote with size %zu version %u", size, version);
+    cr_assert(sb.s.size == size && sb.s.version == version);
+    cr_assert_eq(report_cap_count(rep), from + 1, "size %zu version %u", size, version);
+    snprintf(want, sizeof want, "expected size %zu version %u", sizeof(pp_stats_t),
+             PP_STATS_VERSION);
+    cr_assert(report_has(rep, from, "pp_pool_stats", want, NULL), "no line with \"%s\"", want);
+
+    node_buf_t nb;
+    memset(&nb, ST_FILL, sizeof nb);
+    nb.s.size = node_size;
+    nb.s.version = version;
+    from = report_cap_count(rep);
+    assert_rc(pp_node_stats(pool, 0, &nb.s), PP_EINVAL);
+    cr_assert(all_fill(nb.b, offsetof(pp_node_stats_t, version) + sizeof nb.s.version,
+                       sizeof nb.b),
+              "pp_node_stats wrote with size %zu version %u", node_size, version);
+    cr_assert(nb.s.size == node_size && nb.s.version == version);
+    cr_assert_eq(report_cap_count(rep), from + 1, "size %zu version %u", node_size, version);
+    snprintf(want, sizeof want, "expected size %zu version %u", sizeof(pp_node_stats_t),
+             PP_STATS_VERSION);
+    cr_assert(report_has(rep, from, "pp_node_stats", want, NULL), "no line with \"%s\"", want);
+}
+
+Test(stats, size_and_version_are_checked, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
+    pp_pool_t *pool = test_pool(&o);
+    const size_t ss = sizeof(pp_stats_t), ns = sizeof(pp_node_stats_t);
+    const unsigned v = PP_STATS_VERSION;
+
+    check_refused(pool, &rep, 0, 0, v);                   /* size 0 */
+    check_refused(pool, &rep, 0, 0, 0);                   /* never set */
+    check_refused(pool, &rep, ss - 8, ns - 8, v);         /* an older, shorter struct */
+    check_refused(pool, &rep, ss + 8, ns + 8, v);         /* a longer one */
+    check_refused(pool, &rep, 16, 16, v);                 /* the two fields only */
+    check_refused(pool, &rep, ns, ss, v);                 /* each the other's size */
+    check_refused(pool, &rep, ss, ns, 0);                 /* no version */
+    check_refused(pool, &rep, ss, ns, v + 1);             /* a later version */
+    check_refused(pool, &rep, ss, ns, UINT_MAX);
+
+    /* The initializers give the pair this library knows. */
+    stats_buf_t sb;
+    memset(&sb, ST_FILL, sizeof sb);
+    sb.s = (pp_stats_t)PP_STATS_INIT;
+    assert_rc(pp_pool_stats(pool, &sb.s), 0);
+    cr_assert(all_fill(sb.b, sizeof sb.s, sizeof sb.b), "written past sizeof(pp_stats_t)");
+    cr_assert(sb.s.size == ss && sb.s.version == v);
+    cr_assert(sb.s.total.size == ns && sb.s.total.version == v);
+    node_buf_t nb;
+    memset(&nb, ST_FILL, sizeof nb);
+    nb.s = (pp_node_stats_t)PP_NODE_STATS_INIT;
+    assert_rc(pp_node_stats(pool, 0, &nb.s), 0);
+    cr_assert(all_fill(nb.b, sizeof nb.s, sizeof nb.b), "written past sizeof(pp_node_stats_t)");
+    cr_assert(nb.s.size == ns && nb.s.version == v);
+    cr_assert_eq(report_cap_count(&rep), 9 * 2, "only the refused calls report");
+    cr_assert_not(rep.newline_seen);
+    test_destroy(pool);
+    report_cap_free(&rep);
+}
+
+Test(stats, node_stats_errors, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.topology = TEST_SYNTH4;
+    pp_pool_t *pool = test_pool(&o);
+    pp_node_stats_t s = PP_NODE_STATS_INIT;
+    assert_rc(pp_node_stats(NULL, 0, &s), PP_EINVAL);
+    assert_rc(pp_node_stats(pool, 0, NULL), PP_EINVAL);
+    const unsigned bad[] = {4, 5, PP_MAX_NODES - 1, PP_MAX_NODES, UINT_MAX};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        node_buf_t nb;
+        memset(&nb, ST_FILL, sizeof nb);
+        nb.s.size = sizeof nb.s;
+        nb.s.version = PP_STATS_VERSION;
+        assert_rc(pp_node_stats(pool, bad[i], &nb.s), PP_EINVAL);
+        cr_assert(all_fill(nb.b, offsetof(pp_node_stats_t, version) + sizeof nb.s.version,
+                           sizeof nb.b), "node %u: written", bad[i]);
+    }
+    assert_rc(pp_node_stats(pool, 3, &s), 0);
+    cr_assert_gt(s.reclaimer_tid, 0);
+    test_destroy(pool);
+}
+
+/* Per node, on a synthetic topology of four nodes: each node's own puts,
+ * pins and frees, as pp_node_stats gives them; and total is their sum. */
+Test(stats, node_stats_per_node_and_sum, .timeout = 60)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.topology = TEST_SYNTH4;
+    pp_pool_t *pool = test_pool(&o);
+    cr_assert_eq(test_nodes(pool), 4);
+    ct_t *ct = ct_new(64);
+    pp_ref_t kept[4];
+    size_t id = 0;
+    for (unsigned n = 0; n < 4; n++) {
+        /* Node n: 2 + 3n entries of 100 (n + 1) bytes, each pinned n + 1
+         * times; all but the first released. */
+        for (unsigned i = 0; i < 2 + 3 * n; i++, id++) {
+            pp_ref_t r = ct_put(pool, ct, id, 100 * (n + 1), PP_ON_NODE(n));
+            for (unsigned k = 0; k <= n; k++)
+                assert_rc(pp_pin(pool, r, 0, NULL), 0);
+            for (unsigned k = 0; k <= n; k++)
+                assert_rc(pp_unpin(pool, r), 0);
+            if (i == 0)
+                kept[n] = r;
+            else
+                assert_rc(pp_release(pool, r), 0);
+        }
+    }
+    test_drain(pool);
+
+    pp_node_stats_t node[4];
+    for (unsigned n = 0; n < 4; n++) {
+        pp_node_stats_t *s = &node[n];
+        test_node_stats(pool, n, s);
+        uint64_t k = 2 + 3 * n;
+        cr_assert(s->size == sizeof *s && s->version == PP_STATS_VERSION);
+        cr_assert_eq(s->puts, k, "node %u", n);
+        cr_assert_eq(s->pins, k * (n + 1), "node %u", n);
+        cr_assert_eq(s->unpins, k * (n + 1), "node %u", n);
+        cr_assert_eq(s->releases, k - 1, "node %u", n);
+        cr_assert_eq(s->queued, k - 1, "node %u", n);
+        cr_assert_eq(s->frees, k - 1, "node %u", n);
+        cr_assert_eq(s->entries, 1, "node %u", n);
+        cr_assert_eq(s->resident_bytes, 100 * (n + 1), "node %u", n);
+        cr_assert_eq(s->reclaim_queue_depth, 0, "node %u", n);
+        cr_assert_gt(s->reclaimer_tid, 0, "node %u", n);
+    }
+    pp_stats_t t;
+    test_stats(pool, &t);
+    cr_assert_eq(t.nodes, 4);
+#define SUMS(f)                                                                \
+    do {                                                                       \
+        uint64_t sum_ = 0;                                                     \
+        for (unsigned n = 0; n < 4; n++)                                       \
+            sum_ += node[n].f;                                                 \
+        cr_assert_eq(t.total.f, sum_, #f ": total %" PRIu64 ", nodes %" PRIu64, \
+                     (uint64_t)t.total.f, sum_);                               \
+    } while (0)
+#define MAXES(f)                                                               \
+    do {                                                                       \
+        uint64_t max_ = 0;                                                     \
+        for (unsigned n = 0; n < 4; n++)                                       \
+            max_ = node[n].f > max_ ? node[n].f : max_;                        \
+        cr_assert_eq(t.total.f, max_, #f);                                     \
+    } while (0)
+    SUMS(entries); SUMS(resident_bytes); SUMS(swapped_bytes); SUMS(puts);
+    SUMS(retains); SUMS(releases); SUMS(gets); SUMS(pins); SUMS(unpins);
+    SUMS(evictions_written); SUMS(evictions_clean); SUMS(evictions_advised);
+    SUMS(evictions_abandoned); SUMS(drops); SUMS(loads); SUMS(load_waits);
+    SUMS(swap_bytes_written); SUMS(swap_raw_written); SUMS(swap_bytes_read);
+    SUMS(swap_used_bytes); SUMS(checksum_failures); SUMS(io_errors); SUMS(queued);
+    SUMS(frees); SUMS(reclaim_queue_depth); SUMS(dead_in_io); SUMS(grace_polls);
+    SUMS(backlog_bytes); SUMS(backlog_waiting); SUMS(backlog_waits);
+    SUMS(backlog_wait_ns); SUMS(backlog_refused); SUMS(slots); SUMS(retired_slots);
+    SUMS(hot_entries); SUMS(hot_promotions); SUMS(hot_demotions); SUMS(hot_full);
+    SUMS(lag_count); SUMS(lag_total_ns); SUMS(io_requests); SUMS(io_submits);
+    SUMS(io_inflight); SUMS(io_load_bytes); SUMS(io_load_recycled);
+    MAXES(backlog_peak); MAXES(backlog_wait_max_ns); MAXES(io_inflight_peak);
+    MAXES(io_load_bytes_peak); MAXES(lag_max_ns);
+#undef SUMS
+#undef MAXES
+    cr_assert_eq(t.total.puts, 2 + 5 + 8 + 11);
+    cr_assert_eq(t.total.entries, 4);
+
+    for (unsigned n = 0; n < 4; n++)
+        assert_rc(pp_release(pool, kept[n]), 0);
+    test_drain(pool);
+    for (unsigned n = 0; n < 4; n++)
+        cr_assert_eq(test_node(pool, n).entries, 0, "node %u", n);
+    test_destroy(pool);
+    ct_delete(ct);
 }
 
 Test(stats, resident_bytes_follow_puts_and_frees, .timeout = 30)

@@ -340,7 +340,7 @@ static void corruption(unsigned flags, const content_t *c)
         }
         sw_stats(&s, &st);
         cr_assert_eq(st.total.checksum_failures, fails);
-        cr_assert_eq(st.node[0].checksum_failures, fails);
+        cr_assert_eq(test_node(s.pool, 0).checksum_failures, fails);
         cr_assert_eq(st.resident_reserved, reserved, "a failed load kept its reservation");
         /* Still alive, still on disk, same copy. */
         pp_entry_info_t info = test_stat(s.pool, ref[v]);

@@ -385,10 +385,9 @@ bt_t *bt_new(const content_t *c)
 /* Remembers the pool's reclaimer threads (before any free can run). */
 void bt_note_reclaimers(bt_t *bt, pp_pool_t *pool)
 {
-    pp_stats_t st;
-    test_stats(pool, &st);
-    for (unsigned k = 0; k < st.nodes; k++)
-        atomic_store(&bt->reclaimer_tid[k], st.node[k].reclaimer_tid);
+    unsigned nodes = test_nodes(pool);
+    for (unsigned k = 0; k < nodes; k++)
+        atomic_store(&bt->reclaimer_tid[k], test_node(pool, k).reclaimer_tid);
 }
 
 pp_ref_t blob_put(pp_pool_t *pool, bt_t *bt, size_t n, uint64_t seed)

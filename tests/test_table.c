@@ -250,7 +250,9 @@ Test(table, slot_retired_when_generation_exhausted, .timeout = 60)
     assert_all_stale(pool, last);
     pp_stats_t st;
     test_stats(pool, &st);
-    cr_assert_eq(st.node[0].retired_slots, 1);
+    pp_node_stats_t n0;
+    test_node_stats(pool, 0, &n0);
+    cr_assert_eq(n0.retired_slots, 1);
     cr_assert_eq(st.total.retired_slots, 1);
 
     /* Enough puts on the same node, from the same thread, that a recycled
@@ -349,8 +351,8 @@ Test(table, growth_under_concurrent_pins, .timeout = 120)
         args[i].seed = 1000 + i;
         test_thread_start(&th[i], grow_pinner, &args[i]);
     }
-    pp_stats_t s0;
-    test_stats(g.pool, &s0);
+    pp_node_stats_t s0;
+    test_node_stats(g.pool, 0, &s0);
     for (size_t i = 0; i < GROW_N; i++) {
         void *buf = ct_buf(g.ct, i, GROW_SIZE);
         pp_ref_t r = PP_REF_NONE;
@@ -371,12 +373,12 @@ Test(table, growth_under_concurrent_pins, .timeout = 120)
     TCHECK_NONE();
     cr_assert_gt(atomic_load(&g.pins), 0);
 
-    pp_stats_t s;
-    test_stats(g.pool, &s);
-    cr_assert_eq(s.node[0].entries, GROW_N);
-    cr_assert_geq(s.node[0].slots, GROW_N);
-    cr_assert_eq(s.node[0].pins - s0.node[0].pins, atomic_load(&g.pins));
-    cr_assert_eq(s.node[0].unpins - s0.node[0].unpins, atomic_load(&g.pins));
+    pp_node_stats_t s;
+    test_node_stats(g.pool, 0, &s);
+    cr_assert_eq(s.entries, GROW_N);
+    cr_assert_geq(s.slots, GROW_N);
+    cr_assert_eq(s.pins - s0.pins, atomic_load(&g.pins));
+    cr_assert_eq(s.unpins - s0.unpins, atomic_load(&g.pins));
 
     /* Every ref still distinct and working after the growth. */
     pp_ref_t *sorted = malloc(GROW_N * sizeof *sorted);
@@ -394,9 +396,10 @@ Test(table, growth_under_concurrent_pins, .timeout = 120)
     for (size_t i = 0; i < GROW_N; i++)
         assert_rc(pp_release(g.pool, g.refs[i]), 0);
     test_drain(g.pool);
-    test_stats(g.pool, &s);
-    cr_assert_eq(s.total.entries, 0);
-    cr_assert_eq(s.total.frees, GROW_N);
+    pp_stats_t t;
+    test_stats(g.pool, &t);
+    cr_assert_eq(t.total.entries, 0);
+    cr_assert_eq(t.total.frees, GROW_N);
     test_destroy(g.pool);
     for (size_t i = 0; i < GROW_N; i++)
         cr_assert_eq(ct_frees(g.ct, i), 1, "entry %zu", i);

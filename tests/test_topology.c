@@ -22,15 +22,15 @@ static bool is_thread_of_this_process(int tid)
 
 /* Every node has its own live reclaimer thread, distinct from the others
  * and from the caller. */
-static void check_reclaimers(const pp_stats_t *s)
+static void check_reclaimers(pp_pool_t *pool, const pp_stats_t *s)
 {
     for (unsigned i = 0; i < s->nodes; i++) {
-        int t = s->node[i].reclaimer_tid;
+        int t = test_node(pool, i).reclaimer_tid;
         cr_assert_gt(t, 0, "node %u has no reclaimer tid", i);
         cr_assert_neq(t, (int)gettid(), "node %u", i);
         cr_assert(is_thread_of_this_process(t), "tid %d of node %u", t, i);
         for (unsigned j = 0; j < i; j++)
-            cr_assert_neq(t, s->node[j].reclaimer_tid, "nodes %u and %u", i, j);
+            cr_assert_neq(t, test_node(pool, j).reclaimer_tid, "nodes %u and %u", i, j);
     }
     cr_assert_eq(s->total.reclaimer_tid, 0);
 }
@@ -42,11 +42,11 @@ Test(topology, synthetic_has_four_nodes, .timeout = 30)
     test_stats(pool, &s);
     cr_assert_eq(s.nodes, 4);
     cr_assert_eq(s.topology_is_this_system, 0);
-    check_reclaimers(&s);
+    check_reclaimers(pool, &s);
     /* Not this machine: no binding. */
     for (unsigned i = 0; i < 4; i++) {
-        cr_assert_eq(s.node[i].cpu_bound, 0, "node %u", i);
-        cr_assert_eq(s.node[i].mem_bound, 0, "node %u", i);
+        cr_assert_eq(test_node(pool, i).cpu_bound, 0, "node %u", i);
+        cr_assert_eq(test_node(pool, i).mem_bound, 0, "node %u", i);
     }
     test_destroy(pool);
 }
@@ -65,7 +65,7 @@ Test(topology, synthetic_other_shapes, .timeout = 30)
         test_stats(pool, &s);
         cr_assert_eq(s.nodes, cases[i].nodes, "%s", cases[i].topo);
         cr_assert_eq(s.topology_is_this_system, 0);
-        check_reclaimers(&s);
+        check_reclaimers(pool, &s);
         test_destroy(pool);
     }
 }
@@ -86,7 +86,7 @@ Test(topology, this_system, .timeout = 30)
     hwloc_topology_destroy(topo);
     unsigned expect = nn > 0 ? (unsigned)nn : 1u;
     cr_assert_eq(s.nodes, expect, "pool %u nodes, hwloc %d", s.nodes, nn);
-    check_reclaimers(&s);
+    check_reclaimers(pool, &s);
     test_destroy(pool);
 }
 
@@ -124,17 +124,18 @@ Test(topology, pool_threads_stay_on_the_cpus_the_process_is_bound_to, .timeout =
     pp_pool_t *pool = test_pool_native(NULL);
     pp_stats_t s;
     test_stats(pool, &s);
-    check_reclaimers(&s);
+    check_reclaimers(pool, &s);
     CPU_ZERO(&one);
     CPU_SET(first, &one);
     for (unsigned n = 0; n < s.nodes; n++) {
         cpu_set_t got;
-        thread_cpus(s.node[n].reclaimer_tid, &got);
-        if (s.node[n].cpu_bound)
+        thread_cpus(test_node(pool, n).reclaimer_tid, &got);
+        if (test_node(pool, n).cpu_bound)
             cr_assert(CPU_EQUAL(&got, &one), "node %u: the reclaimer is on %d CPU(s), not CPU %d",
                       n, CPU_COUNT(&got), first);
     }
-    cr_assert(s.node[0].cpu_bound || s.nodes > 1, "the node of CPU %d bound nothing", first);
+    cr_assert(test_node(pool, 0).cpu_bound || s.nodes > 1, "the node of CPU %d bound nothing",
+              first);
     /* Every thread of the process: none may run outside CPU first. */
     DIR *d = opendir("/proc/self/task");
     cr_assert_not_null(d);
@@ -170,8 +171,8 @@ Test(topology, on_node_puts_entry_on_node, .timeout = 30)
     pp_stats_t s;
     test_stats(pool, &s);
     for (unsigned n = 0; n < nodes; n++) {
-        cr_assert_eq(s.node[n].entries, 2, "node %u", n);
-        cr_assert_eq(s.node[n].puts, 2, "node %u", n);
+        cr_assert_eq(test_node(pool, n).entries, 2, "node %u", n);
+        cr_assert_eq(test_node(pool, n).puts, 2, "node %u", n);
     }
     cr_assert_eq(s.total.entries, 2 * nodes);
 
@@ -182,7 +183,7 @@ Test(topology, on_node_puts_entry_on_node, .timeout = 30)
     for (unsigned i = 0; i < 2 * nodes; i++) {
         unsigned n = pp_ref_node(refs[i]);
         cr_assert_eq(ct_frees(ct, i), 1);
-        cr_assert_eq(ct_tid(ct, i), s.node[n].reclaimer_tid, "entry %u", i);
+        cr_assert_eq(ct_tid(ct, i), test_node(pool, n).reclaimer_tid, "entry %u", i);
     }
     test_destroy(pool);
     ct_delete(ct);
@@ -276,7 +277,7 @@ Test(topology, xml_file, .timeout = 30)
         test_stats(pool, &s);
         cr_assert_eq(s.nodes, cases[i].nodes, "%s", cases[i].synth);
         cr_assert_eq(s.topology_is_this_system, 0);
-        check_reclaimers(&s);
+        check_reclaimers(pool, &s);
 
         ct_t *ct = ct_new(PP_MAX_NODES);
         for (unsigned n = 0; n < s.nodes; n++) {
@@ -287,7 +288,7 @@ Test(topology, xml_file, .timeout = 30)
         test_drain(pool);
         for (unsigned n = 0; n < s.nodes; n++) {
             cr_assert_eq(ct_frees(ct, n), 1);
-            cr_assert_eq(ct_tid(ct, n), s.node[n].reclaimer_tid);
+            cr_assert_eq(ct_tid(ct, n), test_node(pool, n).reclaimer_tid);
         }
         test_destroy(pool);
         ct_delete(ct);
@@ -330,11 +331,11 @@ Test(topology, this_system_binding_degrades_cleanly, .timeout = 60)
     pp_options_t o = PP_OPTIONS_INIT;
     o.topology = TEST_SYNTH4;
     pp_pool_t *pool = test_pool(&o);
-    pp_stats_t s;
+    pp_stats_t s = PP_STATS_INIT;
     assert_rc(pp_pool_stats(pool, &s), 0);
     cr_assert_eq(s.nodes, 4);
     cr_assert_eq(s.topology_is_this_system, 1);
-    check_reclaimers(&s);
+    check_reclaimers(pool, &s);
 
     cpu_set_t allowed;
     cr_assert_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
@@ -345,9 +346,9 @@ Test(topology, this_system_binding_degrades_cleanly, .timeout = 60)
         snprintf(path, sizeof path, "/sys/devices/system/node/node%u", n);
         bool node_exists = stat(path, &st) == 0;
         if (!any_cpu)
-            cr_assert_eq(s.node[n].cpu_bound, 0, "node %u: no CPU of it is usable here", n);
+            cr_assert_eq(test_node(pool, n).cpu_bound, 0, "node %u: no CPU of it is usable here", n);
         if (!node_exists)
-            cr_assert_eq(s.node[n].mem_bound, 0, "node %u does not exist here", n);
+            cr_assert_eq(test_node(pool, n).mem_bound, 0, "node %u does not exist here", n);
     }
 
     /* Homing by CPU: run on one allowed CPU c < 8; a put lands on c / 2. */
@@ -378,7 +379,7 @@ Test(topology, this_system_binding_degrades_cleanly, .timeout = 60)
     for (size_t i = 0; i < 5; i++)
         cr_assert_eq(ct_frees(ct, i), 1, "entry %zu", i);
     for (unsigned n = 0; n < 4; n++)
-        cr_assert_eq(ct_tid(ct, 1 + n), s.node[n].reclaimer_tid,
+        cr_assert_eq(ct_tid(ct, 1 + n), test_node(pool, n).reclaimer_tid,
                      "entry on node %u freed by another thread", n);
     test_destroy(pool);
     ct_delete(ct);

@@ -717,7 +717,7 @@ static int make_pool(run_t *r)
                 opt.io_depth, pp_strerror(rc), pp_err_name(rc));
         return -1;
     }
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     rc = pp_pool_stats(r->pool, &st);
     r->nodes = rc == 0 && st.nodes > 0 ? st.nodes : 1;
     demo_progress_lock();
@@ -787,7 +787,7 @@ static void factorize(run_t *r)
  * so far. */
 static void timed_factorize(run_t *r, demo_result_t *res)
 {
-    pp_stats_t before, st;
+    pp_stats_t before = PP_STATS_INIT, st = PP_STATS_INIT;
     int before_ok = r->pool != NULL && pp_pool_stats(r->pool, &before) == 0;
     start_phase(r, PHASE_FACTORIZE, (uint64_t)r->ntasks);
     double t0 = demo_now();
@@ -888,7 +888,15 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     start_phase(r, PHASE_RELEASE, (uint64_t)ntiles);
     t0 = demo_now();
     if (r->pool != NULL) {
+        res->stats = (pp_stats_t)PP_STATS_INIT;
         pp_pool_stats(r->pool, &res->stats);
+        for (unsigned n = 0; n < res->stats.nodes && n < PP_MAX_NODES; n++) {
+            pp_node_stats_t ns = PP_NODE_STATS_INIT;
+            if (pp_node_stats(r->pool, n, &ns) == 0) {
+                res->node_loads[n] = ns.loads;
+                res->node_written[n] = ns.swap_bytes_written;
+            }
+        }
         for (int x = 0; x < ntiles; x++) {
             int prc = pp_release(r->pool, r->ref[x]);
             if (prc != 0) {
@@ -903,7 +911,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
             task_failed(r, drc, "pp_pool_drain");
             goto out;
         }
-        pp_stats_t after;
+        pp_stats_t after = PP_STATS_INIT;
         pp_pool_stats(r->pool, &after);
         res->lag_p50_ns = after.total.lag_p50_ns;
         res->lag_p99_ns = after.total.lag_p99_ns;

@@ -66,6 +66,8 @@ typedef struct demo_result {
     int tiles;                  /* stored tiles */
     uint64_t tasks;             /* of the factorisation */
     pp_stats_t stats;           /* pool mode: after the check (before release) */
+    uint64_t node_loads[PP_MAX_NODES];    /* pool mode: each node's loads and swap */
+    uint64_t node_written[PP_MAX_NODES];  /* bytes written, read with stats */
     uint64_t run_written, run_read;  /* pool mode: swap bytes written and read
                                         from the start of generate to the end
                                         of factorize */

@@ -401,7 +401,7 @@ static void progress_tick(progress_thread_t *p, int print)
     int phase = atomic_load_explicit(&g->phase, memory_order_relaxed);
     if (phase == PHASE_IDLE)
         return;
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     int have = 0;
     demo_progress_lock();
     if (g->pool != NULL)
@@ -602,8 +602,7 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
         printf("  per node:");
         for (unsigned n = 0; n < r->nodes && n < PP_MAX_NODES; n++)
             printf("%s %" PRIu64 " loads, %.1f MiB written", n ? ";" : "",
-                   r->stats.node[n].loads,
-                   (double)r->stats.node[n].swap_bytes_written / MIB);
+                   r->node_loads[n], (double)r->node_written[n] / MIB);
         printf("\n");
     }
     printf("  pins %" PRIu64 ", evictions %" PRIu64 " (%" PRIu64 " written, %" PRIu64

@@ -536,7 +536,7 @@ int md_run(const md_config_t *cfg, int rank, int size, md_progress_t *prog, md_r
     if (phase_failed(r, "check"))
         goto end;
 
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     if (pp_pool_stats(r->pool, &st) == 0) {
         res->resident_peak = st.resident_peak;
         res->resident_end = st.total.resident_bytes;

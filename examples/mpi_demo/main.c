@@ -272,7 +272,7 @@ static void progress_tick(progress_thread_t *p)
     int phase = atomic_load_explicit(&g->phase, memory_order_relaxed);
     if (phase == MD_IDLE)
         return;
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     pp_mpi_stats_t ms;
     int have = 0;
     md_progress_lock();

@@ -601,7 +601,7 @@ int run(const config &cfg, pinpool::pool &pool, const pp_type_t &type, tile_heap
     // Every tile's last user has dropped its owner: wait for the frees, so
     // that the figures below are final.
     int rc = pp_pool_drain(pool.get(), 60000);
-    pp_stats_t ps;
+    pp_stats_t ps = PP_STATS_INIT;
     if (rc == 0)
         rc = pp_pool_stats(pool.get(), &ps);
     if (rc != 0) {

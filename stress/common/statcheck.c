@@ -75,13 +75,25 @@ int stat_lag_count_ok(uint64_t lag_count, uint64_t frees)
 /* Peaks and maxima: the total is the largest node's. */
 #define NODE_MAXIMA(X) X(backlog_peak) X(backlog_wait_max_ns)
 
-void stat_check_sums(const char *who, const pp_stats_t *st, unsigned nnodes)
+int stat_read(pp_pool_t *pool, pp_stats_t *st, pp_node_stats_t *node)
+{
+    *st = (pp_stats_t)PP_STATS_INIT;
+    int rc = pp_pool_stats(pool, st);
+    for (unsigned n = 0; rc == 0 && n < st->nodes; n++) {
+        node[n] = (pp_node_stats_t)PP_NODE_STATS_INIT;
+        rc = pp_node_stats(pool, n, &node[n]);
+    }
+    return rc;
+}
+
+void stat_check_sums(const char *who, const pp_stats_t *st, const pp_node_stats_t *node,
+                     unsigned nnodes)
 {
 #define SUMCHECK(f)                                                                      \
     do {                                                                                 \
         uint64_t sum__ = 0;                                                              \
         for (unsigned n = 0; n < nnodes; n++)                                            \
-            sum__ += st->node[n].f;                                                      \
+            sum__ += node[n].f;                                                          \
         if (sum__ != st->total.f)                                                        \
             fail_at(who, "pp_pool_stats total.%s = %" PRIu64 " but the nodes sum to %" PRIu64, \
                     #f, (uint64_t)st->total.f, sum__);                                   \
@@ -92,8 +104,8 @@ void stat_check_sums(const char *who, const pp_stats_t *st, unsigned nnodes)
     do {                                                                                 \
         uint64_t max__ = 0;                                                              \
         for (unsigned n = 0; n < nnodes; n++)                                            \
-            if (st->node[n].f > max__)                                                   \
-                max__ = st->node[n].f;                                                   \
+            if (node[n].f > max__)                                                       \
+                max__ = node[n].f;                                                       \
         if (max__ != st->total.f)                                                        \
             fail_at(who, "pp_pool_stats total.%s = %" PRIu64 " but the largest node's is %" \
                     PRIu64, #f, (uint64_t)st->total.f, max__);                           \

@@ -9,6 +9,7 @@
  * a figure differently in their messages: statloc_t.topo set gives the
  * torture's "pp_pool_stats node 1.pins = 5, expected 6 (topology ...)",
  * NULL epoch_torture's "pp_pool_stats node 1: pins = 5, expected 6".
+ * The per-node figures come from pp_node_stats (stat_read).
  */
 #ifndef PP_STRESS_STATCHECK_H
 #define PP_STRESS_STATCHECK_H
@@ -51,8 +52,14 @@ void stat_ge(const statloc_t *l, const char *field, uint64_t got, uint64_t want,
  * each thread's queued entries per node: never more than the frees. */
 int stat_lag_count_ok(uint64_t lag_count, uint64_t frees);
 
+/* pp_pool_stats into st, then pp_node_stats of each node into node[0 ..
+ * st->nodes), with their sizes and versions set here: 0 or the first
+ * error.  The two reads agree when the pool is quiet. */
+int stat_read(pp_pool_t *pool, pp_stats_t *st, pp_node_stats_t *node);
+
 /* pp_pool_stats total is the sum of its nodes, field by field (the
  * backlog's peak and longest wait: the largest node's). */
-void stat_check_sums(const char *who, const pp_stats_t *st, unsigned nnodes);
+void stat_check_sums(const char *who, const pp_stats_t *st, const pp_node_stats_t *node,
+                     unsigned nnodes);
 
 #endif /* PP_STRESS_STATCHECK_H */

@@ -82,6 +82,8 @@ extern int g_expect_overload;           /* --expect-overload: the overload paths
 extern pp_pool_t *g_pool;
 extern unsigned g_nnodes;
 extern int g_rtid[PP_MAX_NODES];        /* reclaimer thread ids */
+extern pp_node_stats_t g_nst[PP_MAX_NODES]; /* main's per-node figures, read with its
+                                               pp_stats_t (stat_read) */
 
 extern atomic_int g_round_stop;         /* threads finish the round and park */
 /* Threads inside a pp_put call now (a put may wait for the reclaim

@@ -83,7 +83,7 @@ static void check_lags(thr_t *m, const thr_t *lg)
 
 /* --verbose: per-operation counts, the checks made, the lags, per-node
  * figures. */
-static void print_figures(const pp_stats_t *st, const figures_t *fg, const thr_t *lg)
+static void print_figures(const figures_t *fg, const thr_t *lg)
 {
     printf("epoch_torture: ops:");
     for (int o = 0; o < OP_N; o++)
@@ -104,11 +104,11 @@ static void print_figures(const pp_stats_t *st, const figures_t *fg, const thr_t
                PRIu64 " lag p50 %.1f us p99 %.1f us max %.1f us backlog peak %" PRIu64
                " waits %" PRIu64 " (%.1f ms, max %.3f ms) refused %" PRIu64
                " reclaimer tid %d\n", n,
-               st->node[n].puts, st->node[n].frees, st->node[n].grace_polls,
-               st->node[n].lag_p50_ns / 1e3, st->node[n].lag_p99_ns / 1e3,
-               st->node[n].lag_max_ns / 1e3, st->node[n].backlog_peak,
-               st->node[n].backlog_waits, st->node[n].backlog_wait_ns / 1e6,
-               st->node[n].backlog_wait_max_ns / 1e6, st->node[n].backlog_refused, g_rtid[n]);
+               g_nst[n].puts, g_nst[n].frees, g_nst[n].grace_polls,
+               g_nst[n].lag_p50_ns / 1e3, g_nst[n].lag_p99_ns / 1e3,
+               g_nst[n].lag_max_ns / 1e3, g_nst[n].backlog_peak,
+               g_nst[n].backlog_waits, g_nst[n].backlog_wait_ns / 1e6,
+               g_nst[n].backlog_wait_max_ns / 1e6, g_nst[n].backlog_refused, g_rtid[n]);
 }
 
 int final_checks(thr_t *m, pp_stats_t *st, unsigned round, double secs)
@@ -127,7 +127,7 @@ int final_checks(thr_t *m, pp_stats_t *st, unsigned round, double secs)
               "was not exercised; lower --reclaim-backlog", st->total.backlog_waits,
               fg.refused_retried, fg.refused_in_lag, lg->lags_blocked);
     if (g_verbose)
-        print_figures(st, &fg, lg);
+        print_figures(&fg, lg);
     int failed = atomic_load(&g_failed);
     char lim[24];
     printf("epoch_torture: %s seed=%" PRIu64 " ops=%" PRIu64 " threads=%u seconds=%.2f "

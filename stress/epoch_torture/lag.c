@@ -84,16 +84,18 @@ void lag_begin(thr_t *t)
  * to return) only makes the lag shorter. */
 static int others_blocked(const thr_t *t)
 {
-    static pp_stats_t st;   /* the lagger's only */
+    pp_stats_t st = PP_STATS_INIT;
     unsigned in_put = atomic_load(&g_in_put), parked = atomic_load(&g_parked);
     (void)t;
     if (g_backlog_bound == UINT64_MAX || in_put == 0 || in_put + parked < g_threads - 1)
         return 0;
     if (pp_pool_stats(g_pool, &st) != 0)
         return 0;
-    for (unsigned n = 0; n < g_nnodes; n++)
-        if (st.node[n].backlog_bytes >= st.backlog_mark)
+    for (unsigned n = 0; n < g_nnodes; n++) {
+        pp_node_stats_t ns = PP_NODE_STATS_INIT;
+        if (pp_node_stats(g_pool, n, &ns) == 0 && ns.backlog_bytes >= st.backlog_mark)
             return 1;
+    }
     return 0;
 }
 

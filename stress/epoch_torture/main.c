@@ -128,6 +128,7 @@ const char stress_prog[] = "epoch_torture";
 pp_pool_t *g_pool;
 unsigned g_nnodes;
 int g_rtid[PP_MAX_NODES];
+pp_node_stats_t g_nst[PP_MAX_NODES];
 atomic_int g_round_stop;
 double g_t0;
 _Atomic unsigned g_in_put;
@@ -213,7 +214,7 @@ static int setup(thr_t **mout, pp_stats_t **stout)
     thr_t *m = &g_thr[g_threads];
     m->idx = g_threads;
     m->rng = mix3(g_seed, 0, 0x3A1Full);
-    rc = pp_pool_stats(g_pool, st);
+    rc = stat_read(g_pool, st, g_nst);
     if (rc != 0 || st->nodes < 1 || st->nodes > PP_MAX_NODES) {
         failf(m, "pp_pool_stats after create: %s, nodes %u", pp_err_name(rc), st->nodes);
         return 1;
@@ -231,7 +232,7 @@ static int setup(thr_t **mout, pp_stats_t **stout)
               "reclaim_backlog %zu (expected %" PRIu64 " and a quarter of it)", st->reclaim_backlog,
               st->backlog_mark, g_backlog, want);
     for (unsigned n = 0; n < g_nnodes; n++) {
-        g_rtid[n] = st->node[n].reclaimer_tid;
+        g_rtid[n] = g_nst[n].reclaimer_tid;
         if (g_rtid[n] <= 0)
             failf(m, "node %u: reclaimer_tid %d", n, g_rtid[n]);
         quarantine_init(n);

@@ -44,7 +44,7 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
     statloc_t l = { "main", "", NULL };
     uint64_t frees_tot = 0;
     for (unsigned n = 0; n < g_nnodes; n++) {
-        const pp_node_stats_t *s = &st->node[n];
+        const pp_node_stats_t *s = &g_nst[n];
         uint64_t frees = atomic_load(&g_frees_node[n]);
         frees_tot += frees;
         cnt_add(&tot, &exp[n]);
@@ -89,14 +89,14 @@ static void check_stats(thr_t *m, const pp_stats_t *st)
     uint64_t limit = backlog_peak_limit();
     for (unsigned n = 0; n < g_nnodes; n++) {
         statloc_at(&l, n, g_nnodes);
-        STAT_EQ(&l, &st->node[n], backlog_bytes, 0);
-        if (st->node[n].backlog_peak > limit)
+        STAT_EQ(&l, &g_nst[n], backlog_bytes, 0);
+        if (g_nst[n].backlog_peak > limit)
             failf(m, "pp_pool_stats node %u: backlog_peak %" PRIu64 " > %" PRIu64 " (the bound "
-                  "%" PRIu64 "%s)", n, st->node[n].backlog_peak, limit, g_backlog_bound,
+                  "%" PRIu64 "%s)", n, g_nst[n].backlog_peak, limit, g_backlog_bound,
                   limit == g_backlog_bound ? ""
                   : " + the live data: it may be more than the room above the mark");
     }
-    stat_check_sums("main", st, g_nnodes);
+    stat_check_sums("main", st, g_nst, g_nnodes);
     statloc_at(&l, g_nnodes, g_nnodes);
     STAT_EQ(&l, s, puts, tot.puts);
     STAT_EQ(&l, s, pins, tot.pins);
@@ -161,9 +161,9 @@ void round_end(thr_t *m, pp_stats_t *st, unsigned round)
             break;
         }
     }
-    rc = pp_pool_stats(g_pool, st);
+    rc = stat_read(g_pool, st, g_nst);
     if (rc != 0) {
-        failf(m, "pp_pool_stats: %s", pp_err_name(rc));
+        failf(m, "pp_pool_stats or pp_node_stats: %s", pp_err_name(rc));
         return;
     }
 

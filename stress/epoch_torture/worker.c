@@ -149,6 +149,7 @@ void wait_parked(pp_stats_t *st, unsigned round)
         if (now - g_t0 > g_timeout_s)
             fail_still_running("threads", g_timeout_s, g_threads, thread_progress_now);
         if (now - g_last_print >= (g_tty ? 1.0 : 5.0)) {
+            *st = (pp_stats_t)PP_STATS_INIT;
             if (pp_pool_stats(g_pool, st) == 0)
                 fprintf(stderr, "%sepoch_torture: %.0fs round %u ops %" PRIu64 " puts %" PRIu64
                         " frees %" PRIu64 " queue %" PRIu64 " lag %s%s", g_tty ? "\r" : "",

@@ -208,7 +208,7 @@ void rank_check_empty(rank_t *R)
      * 5 GB, reclaimed at 20 MB/s beside a sanitizer build; under TSan at 4
      * ranks, 7,554 entries and copies left 30 s into a drain). */
     int rc = pp_pool_drain(R->pool, 600000);
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     if (rc != 0 || pp_pool_stats(R->pool, &st) != 0) {
         failf(R->rank, "drain: %s", pp_err_name(rc));
         return;

@@ -91,6 +91,8 @@ void note_enomem(thr_t *t, const char *call, size_t size)
     if (i >= ENOMEM_NOTES)
         return;
     pp_stats_t *st = malloc(sizeof *st);
+    if (st != NULL)
+        *st = (pp_stats_t)PP_STATS_INIT;
     if (st == NULL || pp_pool_stats(g_pool, st) != 0) {
         free(st);
         return;

@@ -284,9 +284,9 @@ void bounds_check(run_t *run, uint64_t *peak_rss, uint64_t *rss_bound)
     thr_t *m = run->m;
     const pp_stats_t *st = run->st;
     for (unsigned n = 0; n < g_nnodes; n++)
-        if (st->node[n].backlog_peak > run->peak_limit)
+        if (run->node[n].backlog_peak > run->peak_limit)
             failf(m, "node %u: backlog_peak %" PRIu64 " > %" PRIu64 " (%s)", n,
-                  st->node[n].backlog_peak, run->peak_limit,
+                  run->node[n].backlog_peak, run->peak_limit,
                   run->promise ? "the bound: the live data fits in the room above the mark, "
                                  "so the pool promises the bound"
                                : "the bound + the live data: the live data may be more than "

@@ -87,7 +87,7 @@ static void drain_all(run_t *run, totals_t *T)
     int rc = pp_pool_drain(g_pool, 30000);
     if (rc != 0)
         failf(m, "pp_pool_drain(30000) after dropping everything: %s", pp_err_name(rc));
-    if (rc == 0 && (rc = pp_pool_stats(g_pool, st)) != 0)
+    if (rc == 0 && (rc = stat_read(g_pool, st, run->node)) != 0)
         failf(m, "pp_pool_stats at the end: %s", pp_err_name(rc));
     if (rc == 0 && (st->total.entries != 0 || st->total.reclaim_queue_depth != 0 ||
                     st->total.dead_in_io != 0 || st->resident_reserved != 0))
@@ -239,12 +239,13 @@ static void check_swap_figures(thr_t *m, const pp_stats_t *st)
 }
 
 /* pp_pool_stats, per node and in total, against the program's counts. */
-static void check_stats(thr_t *m, const pp_stats_t *st, const totals_t *T)
+static void check_stats(thr_t *m, const pp_stats_t *st, const pp_node_stats_t *node,
+                        const totals_t *T)
 {
     char who[64];
     statloc_t l = { thr_who(m, who, sizeof who), "", g_topology ? g_topology : "this machine" };
     for (unsigned n = 0; n <= g_nnodes; n++) {
-        const pp_node_stats_t *s = n < g_nnodes ? &st->node[n] : &st->total;
+        const pp_node_stats_t *s = n < g_nnodes ? &node[n] : &st->total;
         const cnt_t *e = n < g_nnodes ? &T->exp[n] : &T->tot;
         const swapcnt_t *w = n < g_nnodes ? &T->sw[n] : &T->swtot;
         uint64_t frees = n < g_nnodes ? atomic_load(&g_frees_node[n]) + T->re_frees[n]
@@ -314,7 +315,7 @@ static void check_stats(thr_t *m, const pp_stats_t *st, const totals_t *T)
      * between the PP_EDEADLKs and all the refusals. */
     for (unsigned n = 0; n < g_nnodes; n++) {
         statloc_at(&l, n, g_nnodes);
-        STAT_EQ(&l, &st->node[n], backlog_bytes, 0);
+        STAT_EQ(&l, &node[n], backlog_bytes, 0);
     }
     statloc_at(&l, g_nnodes, g_nnodes);
     STAT_EQ(&l, &st->total, backlog_bytes, 0);
@@ -325,7 +326,7 @@ static void check_stats(thr_t *m, const pp_stats_t *st, const totals_t *T)
               " puts got PP_EAGAIN and %" PRIu64 " PP_EDEADLK%s", st->total.backlog_refused,
               T->put_eagain, T->put_edeadlk, g_swap ? "" : " (without swap: exactly their sum)");
     /* total is the sum of the nodes */
-    stat_check_sums(l.who, st, g_nnodes);
+    stat_check_sums(l.who, st, node, g_nnodes);
     if (st->total.reclaimer_tid != 0 || st->total.cpu_bound != 0 || st->total.mem_bound != 0)
         failf(m, "pp_pool_stats total: reclaimer_tid %d cpu_bound %d mem_bound %d (expected 0)",
               st->total.reclaimer_tid, st->total.cpu_bound, st->total.mem_bound);
@@ -342,7 +343,7 @@ static void check_counts(run_t *run, const totals_t *T)
         failf(m, "free functions ran %" PRIu64 " times for %" PRIu64 " puts",
               atomic_load(&g_frees_total) + T->re_frees_tot, T->tot.puts);
     cnt_check_balanced(thr_who(m, who, sizeof who), &T->tot);
-    check_stats(m, st, T);
+    check_stats(m, st, run->node, T);
     if (st->total.pins != T->tot.pins)
         failf(m, "note: stats count %" PRId64 " pins more than the program took; %" PRIu64
               " live refs were pinned and rolled back by failed pp_pin_many calls (a failed call "
@@ -359,7 +360,6 @@ static void check_counts(run_t *run, const totals_t *T)
 /* --verbose: per-operation counts, the checks made, per-node figures. */
 static void print_figures(const run_t *run, const totals_t *T)
 {
-    const pp_stats_t *st = run->st;
     printf("torture: ops:");
     for (int o = 0; o < OP_N; o++)
         printf(" %s=%" PRIu64, op_names[o], T->opsum[o]);
@@ -378,23 +378,24 @@ static void print_figures(const run_t *run, const totals_t *T)
         printf("torture: report: %s\n", g_report_first[i]);
     pthread_mutex_unlock(&g_print_lock);
     for (unsigned n = 0; n < g_nnodes; n++) {
+        const pp_node_stats_t *nd = &run->node[n];
         printf("torture: node %u: puts %" PRIu64 " frees %" PRIu64 " pins %" PRIu64
                " lag p50 %.1f us p99 %.1f us max %.1f us grace_polls %" PRIu64
                " slots %" PRIu64 " reclaimer tid %d cpu_bound %d mem_bound %d\n", n,
-               st->node[n].puts, st->node[n].frees, st->node[n].pins,
-               st->node[n].lag_p50_ns / 1e3, st->node[n].lag_p99_ns / 1e3,
-               st->node[n].lag_max_ns / 1e3, st->node[n].grace_polls, st->node[n].slots,
-               st->node[n].reclaimer_tid, st->node[n].cpu_bound, st->node[n].mem_bound);
+               nd->puts, nd->frees, nd->pins,
+               nd->lag_p50_ns / 1e3, nd->lag_p99_ns / 1e3,
+               nd->lag_max_ns / 1e3, nd->grace_polls, nd->slots,
+               nd->reclaimer_tid, nd->cpu_bound, nd->mem_bound);
         if (g_swap)
             printf("torture: node %u swap: evictions written %" PRIu64 " clean %" PRIu64
                    " abandoned %" PRIu64 " (typed blocks evicted %" PRIu64 ") loads %" PRIu64
                    " (typed %" PRIu64 ") load_waits %" PRIu64 " written %" PRIu64 " (raw %"
-                   PRIu64 ") read %" PRIu64 "\n", n, st->node[n].evictions_written,
-                   st->node[n].evictions_clean, st->node[n].evictions_abandoned,
-                   T->sw[n].evict_frees, st->node[n].loads, T->sw[n].loads,
-                   st->node[n].load_waits,
-                   st->node[n].swap_bytes_written, st->node[n].swap_raw_written,
-                   st->node[n].swap_bytes_read);
+                   PRIu64 ") read %" PRIu64 "\n", n, nd->evictions_written,
+                   nd->evictions_clean, nd->evictions_abandoned,
+                   T->sw[n].evict_frees, nd->loads, T->sw[n].loads,
+                   nd->load_waits,
+                   nd->swap_bytes_written, nd->swap_raw_written,
+                   nd->swap_bytes_read);
     }
     if (g_swap)
         printf("torture: swap: saves %" PRIu64 " (ok %" PRIu64 ", lost to a pin %" PRIu64
@@ -524,5 +525,6 @@ int final_checks(run_t *run)
     free(g_outstanding);
     free(g_thr);
     free(run->st);
+    free(run->node);
     return failed ? 1 : 0;
 }

@@ -213,23 +213,24 @@ static int setup_main(run_t *run)
     m->rng = g_seed ^ 0xA11CEull;
 
     pp_stats_t *st = calloc(1, sizeof *st);
-    if (!st)
+    pp_node_stats_t *node = calloc(PP_MAX_NODES, sizeof *node);
+    if (!st || !node)
         return 2;
-    int rc = pp_pool_stats(g_pool, st);
+    int rc = stat_read(g_pool, st, node);
     if (rc != 0 || st->nodes < 1 || st->nodes > PP_MAX_NODES) {
         failf(m, "pp_pool_stats after create: %s, nodes %u", pp_err_name(rc), st->nodes);
         return 1;
     }
     g_nnodes = st->nodes;
     for (unsigned n = 0; n < g_nnodes; n++)
-        g_rtid[n] = st->node[n].reclaimer_tid;
+        g_rtid[n] = node[n].reclaimer_tid;
     if (st->topology_is_this_system != (g_topology == NULL))
         failf(m, "topology_is_this_system = %d for topology %s", st->topology_is_this_system,
               g_topology ? g_topology : "NULL");
     printf("torture: pool: %u node(s), topology_is_this_system=%d, reclaimers bound:",
            g_nnodes, st->topology_is_this_system);
     for (unsigned n = 0; n < g_nnodes; n++)
-        printf(" %d", st->node[n].cpu_bound);
+        printf(" %d", node[n].cpu_bound);
     if (g_swap)
         printf(", I/O engine: %s, depth %u (%s)",
                st->io_engine == PP_IO_ENGINE_URING ? "io_uring" : "threads", st->io_depth,
@@ -243,6 +244,7 @@ static int setup_main(run_t *run)
         check_swap_dir(m);
     run->m = m;
     run->st = st;
+    run->node = node;
     return 0;
 }
 

@@ -240,6 +240,7 @@ static inline unsigned rndn(thr_t *t, unsigned n) { return rng_below(&t->rng, n)
 typedef struct run {
     thr_t *m;                     /* the main thread */
     pp_stats_t *st;               /* the pool's figures, last read */
+    pp_node_stats_t *node;        /* each node's, read with them (stat_read) */
     double t0, t1;                /* the workers' start and end */
     unsigned polls, mid_drains, mid_drain_busy;
     uint64_t live_peak;           /* swap mode: resident + swapped bytes, highest seen */

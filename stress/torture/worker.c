@@ -184,7 +184,7 @@ void watch_workers(run_t *run)
                     atomic_load(&g_alloc_faults), faults_injected());
             last_progress = now;
         }
-        rc = pp_pool_stats(g_pool, st);
+        rc = stat_read(g_pool, st, run->node);
         run->polls++;
         if (rc != 0 || st->nodes != g_nnodes)
             failf(m, "pp_pool_stats during the run: %s, nodes %u", pp_err_name(rc), st->nodes);

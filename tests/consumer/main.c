@@ -43,6 +43,12 @@ int main(void)
         return 1;
     }
     CHECK(pp_unpin(pool, ref));
+    pp_stats_t st = PP_STATS_INIT;
+    CHECK(pp_pool_stats(pool, &st));
+    if (st.total.puts != 1 || st.total.pins != 1) {
+        fprintf(stderr, "consumer: pp_pool_stats counted the wrong puts or pins\n");
+        return 1;
+    }
     if (pp_unpin(pool, ref) != PP_ENOTPINNED) {
         fprintf(stderr, "consumer: unbalanced pp_unpin was not PP_ENOTPINNED\n");
         return 1;

@@ -110,9 +110,13 @@ TEST_CASE(options_reach_the_pool)
         .flags(PP_TRACK_PINS)
         .report(harness::pool_report);
     pinpool::pool pool(o);
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     REQUIRE(CHECK_RC(pool.stats(st), 0));
     CHECK(st.nodes == 4 && st.topology_is_this_system == 0);
+    pp_node_stats_t ns = PP_NODE_STATS_INIT;
+    CHECK_RC(pool.node_stats(3, ns), 0);
+    CHECK(ns.reclaimer_tid > 0 && ns.size == sizeof ns);
+    CHECK_RC(pool.node_stats(4, ns), PP_EINVAL);
     CHECK(st.mem_limit == 8u << 20 && st.swap == 1 && st.swap_limit == 64u << 20);
     CHECK(st.reclaim_backlog == 1u << 20);
     // PP_TRACK_PINS and the report hook: a thread that leaves with a pin
@@ -164,8 +168,10 @@ TEST_CASE(moved_from_pool_is_empty_and_safe)
     pinpool::pinned<int> g;
     CHECK_RC(a.try_pin(1, 0, g), PP_EINVAL);
     CHECK_RC(a.drain(0), PP_EINVAL);
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     CHECK_RC(a.stats(st), PP_EINVAL);
+    pp_node_stats_t ns = PP_NODE_STATS_INIT;
+    CHECK_RC(a.node_stats(0, ns), PP_EINVAL);
     CHECK_RC(a.destroy(), 0);   // nothing to destroy
     CHECK(a.detach() == nullptr);
     // Move assignment destroys what the target held (no pins: no report).
@@ -277,7 +283,7 @@ TEST_CASE(pool_forwards)
     CHECK_RC(pool.advise(e.ref(), 99u), PP_EINVAL);
     pool.quiescent();
     CHECK_RC(pool.thread_exit(), 0);
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     CHECK_RC(pool.stats(st), 0);
     CHECK(st.total.puts == 1);
     CHECK_RC(e.reset(), 0);

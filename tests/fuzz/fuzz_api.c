@@ -282,7 +282,7 @@ static void finish(void)
     /* Everything is queued now, or (with swap) will be when the I/O in
      * flight on it ends: one drain waits for both, and must leave nothing. */
     check_rc("pp_pool_drain(finish)", pp_pool_drain(M.pool, DRAIN_MS), A_OK);
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     check_rc("pp_pool_stats", pp_pool_stats(M.pool, &st), A_OK);
     CHECK(st.total.entries == 0, "pp_pool_drain returned 0 with %" PRIu64 " entries not freed",
           st.total.entries);
@@ -337,7 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 M.topology ? M.topology : "(this machine)", M.track);
     int rc = pp_pool_create(&o, &M.pool);
     check_rc("pp_pool_create", rc, A_OK);
-    pp_stats_t st;
+    pp_stats_t st = PP_STATS_INIT;
     check_rc("pp_pool_stats", pp_pool_stats(M.pool, &st), A_OK);
     M.nnodes = st.nodes;
     CHECK(M.nnodes == (M.topology == TOPO2 ? 2u : M.topology == TOPO1 ? 1u : M.nnodes),

@@ -549,9 +549,12 @@ void op_stats(rd_t *r)
 {
     uint8_t fl = u8(r);
     if ((fl & 0x0f) == 0x0f) {
-        pp_stats_t st;
+        pp_stats_t st = PP_STATS_INIT;
+        pp_node_stats_t ns = PP_NODE_STATS_INIT;
         check_rc("pp_pool_stats(NULL, st)", pp_pool_stats(NULL, &st), A(EINVAL));
         check_rc("pp_pool_stats(pool, NULL)", pp_pool_stats(M.pool, NULL), A(EINVAL));
+        check_rc("pp_node_stats(pool, nodes)", pp_node_stats(M.pool, M.nnodes, &ns), A(EINVAL));
+        check_rc("pp_node_stats(pool, 0, NULL)", pp_node_stats(M.pool, 0, NULL), A(EINVAL));
         return;
     }
     check_stats(false);

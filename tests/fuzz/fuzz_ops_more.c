@@ -106,7 +106,8 @@ void op_misc(rd_t *r)
         pp_ref_t ref = pick_ref(r);
         void *p;
         pp_entry_info_t in;
-        pp_stats_t st;
+        pp_stats_t st = PP_STATS_INIT;
+        pp_node_stats_t ns = PP_NODE_STATS_INIT;
         pp_ref_t out;
         char d;
         check_rc("pp_put(NULL)", pp_put(NULL, &d, 1, NULL, 0, &out), A(EINVAL));
@@ -122,6 +123,7 @@ void op_misc(rd_t *r)
         check_rc("pp_get(NULL)", pp_get(NULL, ref, &p), A(EINVAL));
         check_rc("pp_stat(NULL)", pp_stat(NULL, ref, &in), A(EINVAL));
         check_rc("pp_pool_stats(NULL)", pp_pool_stats(NULL, &st), A(EINVAL));
+        check_rc("pp_node_stats(NULL)", pp_node_stats(NULL, 0, &ns), A(EINVAL));
         check_rc("pp_pool_drain(NULL)", pp_pool_drain(NULL, 0), A(EINVAL));
         check_rc("pp_thread_exit(NULL)", pp_thread_exit(NULL), A(EINVAL));
         check_rc("pp_pool_destroy(NULL)", pp_pool_destroy(NULL), A(EINVAL));

@@ -298,11 +298,10 @@ static const pp_type_t gate_type = { .name = "gate", .free = gate_free };
  * at the mark (the reclaimer held at the gate by the first). */
 static void fill_backlog_to_mark(pp_pool_t *pool)
 {
-    pp_stats_t *st = malloc(sizeof *st);
-    cr_assert_not_null(st);
+    pp_stats_t st;
+    test_stats(pool, &st);
     for (int i = 0; i < 1000; i++) {
-        test_stats(pool, st);
-        if (st->node[0].backlog_bytes >= st->backlog_mark)
+        if (STAT_NODE(pool, 0, backlog_bytes) >= st.backlog_mark)
             break;
         pp_ref_t r;
         assert_rc(pp_put(pool, calloc(1, GSIZE), GSIZE, &gate_type, PP_ON_NODE(0), &r), 0);
@@ -310,9 +309,7 @@ static void fill_backlog_to_mark(pp_pool_t *pool)
         if (i == 0)
             cr_assert(WAIT_UNTIL(atomic_load(&g_gate_entered) == 1, TEST_WAIT_MS));
     }
-    test_stats(pool, st);
-    cr_assert_geq(st->node[0].backlog_bytes, st->backlog_mark);
-    free(st);
+    cr_assert_geq(STAT_NODE(pool, 0, backlog_bytes), st.backlog_mark);
 }
 
 static _Thread_local bool tl_qsbr;   /* this is the QSBR pinner */

@@ -267,7 +267,7 @@ Test(typed, copies_dropped_for_room_are_freed_by_their_type)
             assert_rc(pp_mpi_unpin(W.m[1], g[i], 0, d), 0);
         }
     }
-    pp_stats_t ps;
+    pp_stats_t ps = PP_STATS_INIT;
     assert_rc(pp_pool_stats(W.pool[1], &ps), 0);
     cr_assert_gt(ps.total.drops, 0, "the pool dropped copies for room");
     int loads = atomic_load(&vt[1].loads);

@@ -100,14 +100,14 @@ int main(void)
 
     /* Wait for the reclaimer to free it (seeded bug) or to poll the epoch
      * several times while the reader holds it back (correct library). */
-    pp_stats_t st;
-    pp_pool_stats(pool, &st);
-    uint64_t polls0 = st.node[0].grace_polls;
+    pp_node_stats_t st = PP_NODE_STATS_INIT;
+    pp_node_stats(pool, 0, &st);
+    uint64_t polls0 = st.grace_polls;
     double deadline = now_s() + 30.0;
     for (;;) {
-        pp_pool_stats(pool, &st);
+        pp_node_stats(pool, 0, &st);
         if (atomic_load_explicit(&frees, memory_order_acquire) > 0 ||
-            st.node[0].grace_polls >= polls0 + 3)
+            st.grace_polls >= polls0 + 3)
             break;
         if (now_s() > deadline) {
             fprintf(stderr, "no_grace: reclaimer neither freed nor polled\n");

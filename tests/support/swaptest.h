@@ -48,7 +48,7 @@ static inline void test_swap_dir_remove(pp_pool_t *pool)
     (void)rmdir(dir);
 }
 
-/* The pool's statistics, on the heap (pp_stats_t is large). */
+/* The pool's statistics, on the heap (free it). */
 static inline pp_stats_t *test_stats_new(pp_pool_t *pool)
 {
     pp_stats_t *s = malloc(sizeof *s);

@@ -70,7 +70,7 @@ typedef struct pp_node_stats_s {
                                     of theirs is in flight: queued when it
                                     ends (pp_pool_drain waits for them too) */
     uint64_t grace_polls;        /* epoch polls made by the reclaimer */
-    /* The reclaim backlog (see "Overload"): */
+    /* The reclaim backlog (docs/api.md, "Overload"): */
     uint64_t backlog_bytes;      /* dead entries queued or in their grace
                                     period: resident bytes + 64 each */
     uint64_t backlog_peak;       /* the highest backlog_bytes so far */
@@ -82,7 +82,7 @@ typedef struct pp_node_stats_s {
                                     PP_EDEADLK instead of waiting for it */
     uint64_t slots;              /* table slots allocated on the node */
     uint64_t retired_slots;      /* slots whose generations ran out: never reused */
-    /* Hot entries (see "Hot entries"): */
+    /* Hot entries (docs/api.md, "Hot entries"): */
     uint64_t hot_entries;        /* entries whose pins are sharded now */
     uint64_t hot_promotions;     /* entries made hot so far */
     uint64_t hot_demotions;      /* hot entries back to one counter so far */
@@ -94,7 +94,7 @@ typedef struct pp_node_stats_s {
     uint64_t lag_p50_ns, lag_p99_ns;  /* from a histogram with 4 buckets
                                          per power of two: the bucket's upper
                                          bound, capped at lag_max_ns */
-    /* The I/O engine (see "I/O engines"; the thread engine counts its
+    /* The I/O engine (docs/api.md, "I/O engines"; the thread engine counts its
      * swap threads' and loaders' requests too, one per call, and none in
      * flight): */
     uint64_t io_requests;        /* reads and writes handed to the device

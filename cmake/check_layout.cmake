@@ -8,6 +8,8 @@
 #     class, are counted with the file only;
 #   - the top-level CMakeLists.txt under 300 lines, README.md under 15,000
 #     bytes;
+#   - include/pinpool.h under 500 lines, its include guard on line 1 and
+#     its first PP_API declaration before line 120;
 #   - no seeded-bug code in src/ or include/ (seeds are patches:
 #     tests/seeded/).
 cmake_minimum_required(VERSION 3.21)
@@ -95,6 +97,25 @@ endif()
 file(SIZE ${SRC_DIR}/README.md size)
 if(NOT size LESS 15000)
     message(SEND_ERROR "README.md: ${size} bytes (under 15000)")
+    math(EXPR bad "${bad} + 1")
+endif()
+# The public header is a contract: short, and its calls come early.
+file(READ ${SRC_DIR}/include/pinpool.h text)
+pp_count_lines("${text}" n)
+if(NOT n LESS 500)
+    message(SEND_ERROR "include/pinpool.h: ${n} lines (under 500)")
+    math(EXPR bad "${bad} + 1")
+endif()
+if(NOT text MATCHES "^#ifndef PINPOOL_H\n")
+    message(SEND_ERROR "include/pinpool.h: line 1 is not its include guard")
+    math(EXPR bad "${bad} + 1")
+endif()
+string(FIND "${text}" "\nPP_API " at)
+string(SUBSTRING "${text}" 0 ${at} head)
+pp_count_lines("${head}" k)
+math(EXPR k "${k} + 2")
+if(at EQUAL -1 OR NOT k LESS 120)
+    message(SEND_ERROR "include/pinpool.h: first PP_API on line ${k} (before 120)")
     math(EXPR bad "${bad} + 1")
 endif()
 file(GLOB_RECURSE lib ${SRC_DIR}/src/* ${SRC_DIR}/include/*)

@@ -11,7 +11,8 @@
 #   - include/pinpool.h under 500 lines, its include guard on line 1 and
 #     its first PP_API declaration before line 120;
 #   - no seeded-bug code in src/ or include/ (seeds are patches:
-#     tests/seeded/).
+#     tests/seeded/);
+#   - no write of an entry's pins word `pw` in src/ outside src/entry.h.
 cmake_minimum_required(VERSION 3.21)
 if(NOT DEFINED SRC_DIR)
     message(FATAL_ERROR "check_layout.cmake: SRC_DIR not given")
@@ -128,6 +129,38 @@ foreach(f ${lib})
         math(EXPR bad "${bad} + 1")
     endif()
 endforeach()
+# ---- begin: only src/entry.h writes the pins word ---------------------------
+# An entry's pins word `pw` changes only by the transitions at the end of
+# src/entry.h, one for each row of its table.  No other file of src/ hands
+# `...->pw` or `....pw` to an atomic other than a load, nor assigns
+# `...->pw` (`t->hc.pw`, a thread's plain copy of a word, is no entry's).
+file(GLOB_RECURSE pw_files ${SRC_DIR}/src/*.c ${SRC_DIR}/src/*.h)
+# The first argument: no comma or parenthesis outside one level of
+# parentheses (a cast, a call such as pp__lookup(pool, ref)).
+set(pw_arg "&?([^,;()]|[(][^;()]*[)])*(->|[.])pw[^a-zA-Z0-9_]")
+set(pw_call "(pp__atomic|atomic|ck_pr)_[a-z0-9_]+[ \t\n]*[(][ \t\n]*${pw_arg}")
+set(pw_assign "->pw[ \t\n]*(([-+*/%&|^]|<<|>>)?=[^=]|[+][+]|--)")
+foreach(f ${pw_files})
+    file(RELATIVE_PATH rel ${SRC_DIR} ${f})
+    if(rel STREQUAL "src/entry.h")
+        continue()
+    endif()
+    file(READ ${f} text)
+    string(REGEX MATCHALL "${pw_call}" calls "${text}")
+    string(REGEX MATCHALL "${pw_assign}" assigns "${text}")
+    foreach(call ${calls})
+        if(NOT call MATCHES "^(pp__atomic|atomic|ck_pr)_load")
+            string(REGEX REPLACE "[ \t\n]+" " " call "${call}")
+            message(SEND_ERROR "${rel}: writes pw (${call}...): only src/entry.h's transitions may")
+            math(EXPR bad "${bad} + 1")
+        endif()
+    endforeach()
+    foreach(assign ${assigns})
+        message(SEND_ERROR "${rel}: assigns pw (${assign}...): only src/entry.h's transitions may")
+        math(EXPR bad "${bad} + 1")
+    endforeach()
+endforeach()
+# ---- end: only src/entry.h writes the pins word -----------------------------
 list(LENGTH sources nsrc)
 list(LENGTH test_sources ntest)
 math(EXPR nsrc "${nsrc} + ${ntest}")

@@ -110,36 +110,19 @@ static void pp__data_free(const pp_type_t *type, void *data, size_t size)
     }
 }
 
-/* Ends an I/O on e without making it resident: clears its BUSY bit
- * (clear), adds set, and queues the entry on t's queue if it died
- * meanwhile and holds no pin. */
-static void pp__io_clear(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                         uint64_t clear, uint64_t set, pp__thread_t *t)
-{
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
-    do {
-        next = (pw & ~clear) | set;
-        if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
-            next |= PP__F_QUEUED;
-        /* acq_rel: release orders the swap thread's reads of the data
-         * before a waiting write pinner's acquire of the cleared EVICTING,
-         * and publishes the record with SWAPPED; acquire takes the pins,
-         * unpins and releases made meanwhile, so that when this CAS queues
-         * the entry, the push carries them on to the reclaimer's free (as
-         * a final unpin's acq_rel does). */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
-    pp__io_end(pool, node->index, e, next, t);
-}
-
 /* Gives up a claim; kept: the record now holds a written copy (valid
  * unless a write pin set DIRTY); lost: a pin, get or release won the race
- * (else the write failed). */
+ * (else the write failed).  The I/O ends; the entry goes on t's queue if
+ * it died meanwhile and holds no pin. */
 static void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
                               bool lost, pp__thread_t *t)
 {
     if (lost)
         pp__counter_add(&node->sw.ev_abandoned, 1);
-    pp__io_clear(pool, node, e, PP__F_EVICTING, kept ? PP__F_SWAPPED : 0, t);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
+    while (!pp__pw_abandon_evict(e, &pw, kept, &next))
+        ;
+    pp__io_end(pool, node->index, e, next, t);
 }
 
 /* Drops e, a PP_TYPE_DISCARD entry claimed by the hand (claimed: the word
@@ -160,12 +143,8 @@ static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e
     PP__TEST_POINT(DROP_CLAIMED, e);
     PP__YIELD(EVICT);
     uint64_t expect = claimed;
-    /* The death, EVICTING kept (the slot stays ours until the end below).
-     * acquire: as the eviction's commit, it takes the release of every
-     * unpin since the claim read the word (a pin and its unpin leave REF
-     * set, which fails this CAS), so the push below carries them on to
-     * the reclaimer's free. */
-    if (!pp__atomic_cas_strong_acquire(&e->pw, &expect, claimed | PP__F_DEAD)) {
+    /* The death, EVICTING kept (the slot stays ours until the end below). */
+    if (!pp__pw_drop_kill(e, &expect)) {
         pp__dead_in_io_note(pool, node->index, false, &held);
         pp__evict_abandon(pool, node, e, false, true, t);   /* a pin won */
         return 0;
@@ -189,7 +168,10 @@ static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e
     }
     /* The end of the claim: dead, no pin (none can come), so QUEUED and
      * the push, on t's queue. */
-    pp__io_clear(pool, node, e, PP__F_EVICTING, 0, t);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
+    while (!pp__pw_drop_end(e, &pw, &next))
+        ;
+    pp__io_end(pool, node->index, e, next, t);
     return size;
 }
 
@@ -244,26 +226,15 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
 
         if (!(pw & PP__F_REF) || ignore_ref)
             break;
-        /* relaxed: the recency bit is a hint for the hand; a second
-         * chance.  A failed CAS rereads and decides again. */
-        if (pp__atomic_cas_weak_relaxed(&e->pw, &pw, pw & ~PP__F_REF)) {
+        if (pp__pw_second_chance(e, &pw)) {
             (*spared)++;
             return 0;
         }
     }
     bool write = !(pw & PP__F_SWAPPED) || (pw & PP__F_DIRTY);
-    /* The claim clears REF as well as DIRTY: every pin sets REF, so a pin
-     * taken during the write-out changes the word for good, even once it
-     * is dropped again, and the commit below fails (the entry was in use:
-     * it stays).  Were REF left set (a third sweep takes entries with it),
-     * a read pin and its unpin would restore the claimed word exactly. */
-    uint64_t claimed = (pw | PP__F_EVICTING) &
-                       ~(PP__F_DIRTY | PP__F_REF | (write ? PP__F_SWAPPED : 0));
+    uint64_t claimed;
     PP__YIELD(EVICT);
-    /* acquire: pairs with the putter's release (data, size, type) and with
-     * every unpin's release, so the bytes written are the last ones
-     * written under a pin. */
-    if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, claimed))
+    if (!pp__pw_claim_evict(e, &pw, write, &claimed))
         return 0;                        /* it changed: next time round */
     PP__YIELD(EVICT);
     /* The type is ours to read now (the claim's acquire, the slot kept). */
@@ -297,7 +268,7 @@ uint64_t pp__evict_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32
         size_t size = c->size;
         const pp_type_t *type = c->type;
         uint64_t expect = claimed;
-        uint64_t done = (claimed & ~(PP__F_EVICTING | PP__F_RESIDENT)) | PP__F_SWAPPED;
+        uint64_t done;
         /* Counted before the commit: once it is made, the entry may die
          * and its reclaimer subtract these bytes.  The tail count makes
          * pp_pool_drain wait for the free and accounting below, which an
@@ -305,12 +276,7 @@ uint64_t pp__evict_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32
         pp__atomic_add_relaxed(&node->sw.swapped_bytes, size);
         pp__atomic_add_relaxed(&node->sw.evict_tail, 1);
         PP__YIELD(EVICT);
-        /* acq_rel: release publishes the record to the next loader's
-         * acquire; acquire takes the release of every unpin made since
-         * the claim read the word (a pin and its unpin in between leave
-         * REF set, which fails this CAS; acquire orders them before the
-         * free all the same, should the word ever come back unchanged). */
-        if (pp__atomic_cas_strong_acq_rel(&e->pw, &expect, done)) {
+        if (pp__pw_commit_evict(e, &expect, &done)) {
             /* No pin existed since the claim, and none can start now (the
              * entry is not resident): the memory is ours to free. */
             PP__YIELD(EVICT);
@@ -493,7 +459,10 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
 
 void pp__io_clear_loading(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
-    pp__io_clear(pool, node, e, PP__F_LOADING, 0, node->sw.st);
+    uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
+    while (!pp__pw_fail_load(e, &pw, &next))
+        ;
+    pp__io_end(pool, node->index, e, next, node->sw.st);
 }
 
 /* The thread engine's queued loads: each in turn, blocking, as they come. */

@@ -201,13 +201,10 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
         while (!stale && (pw & PP__F_HOT) && pp__hot_index(pw) == i &&
                pp__hot_tag(pp__atomic_load_acquire(&lines[0].w)) == tag) {
             PP__CHECK(sum <= PP_MAX_PINS);
-            uint64_t next = (pw & ~(PP__F_HOT | PP__PINS_MASK)) | sum;
+            uint64_t next;
             PP__YIELD(PIN);
             PP__TEST_POINT(HOT_INSTALL, e);
-            /* acq_rel: release hands the counters' unpins on with the sum
-             * to the next change of the word (a final unpin, an eviction's
-             * claim); acquire (also on failure) as for any change of pw. */
-            if (pp__atomic_cas_strong_acq_rel(&e->pw, &pw, next)) {
+            if (pp__pw_demote(e, &pw, sum, &next)) {
                 pp__atomic_add_relaxed(&node->hot.demotions, 1);
                 /* release: our reads of the closed counters happen before
                  * the next promotion stores into them (its acquire). */
@@ -394,12 +391,8 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
             alone = true;
         }
         pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, pp__pw_pins(pw)));
-        uint64_t next = (pw & ~PP__PINS_MASK) | PP__F_HOT | i;
         PP__YIELD(PIN);
-        /* acq_rel: release publishes the counters' words stored above to
-         * every pinner that sees HOT; acquire takes the unpins released on
-         * the word, so the demotion carries them on with the rest. */
-        if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next)) {
+        if (pp__pw_promote(e, &pw, i)) {
             pp__atomic_add_relaxed(&node->hot.promotions, 1);
             return;
         }

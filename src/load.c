@@ -63,28 +63,14 @@ static int pp__load_commit(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp_
         pp__atomic_add_relaxed(&node->sw.loads, 1);
     }
     PP__YIELD(LOAD);
+    bool pin = mode == PP__LOAD_PIN;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
-    bool pinned;
-    do {
-        next = pw & ~PP__F_LOADING;
-        pinned = false;
-        if (rc == 0) {
-            next |= PP__F_RESIDENT | PP__F_REF;
-            if (mode == PP__LOAD_PIN && !(pw & PP__F_DEAD)) {
-                next = pp__pin_word(next, pp__pin_bits(flags));
-                pinned = true;
-            }
-        }
-        if ((next & PP__F_DEAD) && pp__pw_pins(next) == 0)
-            next |= PP__F_QUEUED;
-        /* acq_rel: release orders e->data and the loaded bytes before
-         * every later pin's acquire of RESIDENT; acquire takes the release
-         * of an owner who let go meanwhile, so a push below carries it on
-         * to the reclaimer's free. */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    while (rc == 0 ? !pp__pw_commit_load(e, &pw, pin, pp__pin_bits(flags), &next)
+                   : !pp__pw_fail_load(e, &pw, &next))
+        ;
     pp__io_end(pool, n, e, next, t);
-    if (rc == 0 && mode == PP__LOAD_PIN) {
-        if (!pinned)
+    if (rc == 0 && pin) {
+        if (pw & PP__F_DEAD)
             return PP_ESTALE;            /* it died while loading */
         if (data != NULL)
             *data = mem;
@@ -107,8 +93,7 @@ static int pp__load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
             return PP_ESTALE;
         if (pw & (PP__F_RESIDENT | PP__F_LOADING))
             return 0;
-        /* acquire: pairs with the eviction commit's release (the record). */
-        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_LOADING))
+        if (pp__pw_claim_load(e, &pw))
             break;
     }
     PP__YIELD(LOAD);

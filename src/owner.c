@@ -72,10 +72,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     c->size = size;
     c->type = type;
     pp__atomic_store_relaxed(&c->ow, ((uint64_t)gen << PP__GEN_SHIFT) | 1u);
-    /* release: data, size, type and ow are visible to any thread whose
-     * acquire of pw sees this generation (pin, get, stat). */
-    pp__atomic_store_release(&e->pw, ((uint64_t)gen << PP__GEN_SHIFT) |
-                                         PP__F_LIVE | PP__F_RESIDENT | noswap);
+    pp__pw_put(e, gen, noswap);
     pp__atomic_add_relaxed(&pool->nodes[n]->put.resident_bytes, size);
     pp__counter_add(&t->count[n].puts, 1);
     *out = pp__ref_make(n, c->slot, gen);
@@ -133,16 +130,9 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
             pw = pp__atomic_load_relaxed(&e->pw);
             continue;
         }
-        next = pw | PP__F_DEAD;
-        /* With an I/O in flight, whoever ends it queues the entry. */
-        if (pp__pw_pins(pw) == 0 && !(pw & PP__F_BUSY))
-            next |= PP__F_QUEUED;
         pp__dead_in_io_note(pool, n, pp__pw_pins(pw) == 0 && (pw & PP__F_BUSY), &held);
         PP__YIELD(OWNER);
-        /* acq_rel: release hands our writes to the reclaimer (through the
-         * push) or to the final unpinner; acquire takes the unpinners'
-         * writes so the push below carries them on. */
-        if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next))
+        if (pp__pw_kill(e, &pw, &next))
             break;
     }
     if (next & PP__F_QUEUED) {

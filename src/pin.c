@@ -46,12 +46,7 @@ static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pp__pw_pins(pw) == PP_MAX_PINS))
             return PP_EOVERFLOW;
         PP__YIELD(PIN);
-        /* acquire: pairs with the putter's release, the last load's release
-         * and every earlier unpin's release, so the data and all writes
-         * made to it under earlier pins are visible to the caller.  The
-         * changed word (count, REF) also makes any eviction in progress
-         * fail its commit: a pin always wins. */
-        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pp__pin_word(pw, bits)))
+        if (pp__pw_try_pin(e, &pw, bits))
             break;
         if (PP__UNLIKELY(++fails == pool->hot_after)) {
             pp__pin_contended(pool, e, ref);
@@ -136,12 +131,11 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
                 return PP_EOVERFLOW;
             if ((flags & PP_PIN_NOWAIT) && (flags & PP_PIN_WRITE) && (pw & PP__F_EVICTING))
                 return PP_EAGAIN;        /* it would wait for the write-out */
-            uint64_t next = pp__pin_word(pw, pp__pin_bits(flags));
             PP__YIELD(PIN);
-            /* acquire: as in the fast path (pin.c). */
-            if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, next))
+            if (!pp__pw_try_pin(e, &pw, pp__pin_bits(flags)))
                 continue;
-            if ((flags & PP_PIN_WRITE) && (next & PP__F_EVICTING))
+            /* pw: the word pinned, whose EVICTING the pin kept. */
+            if ((flags & PP_PIN_WRITE) && (pw & PP__F_EVICTING))
                 pp__evict_wait(pool, n, e);
             if (data != NULL)
                 *data = e->data;
@@ -161,8 +155,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
             int rc = pp__load_start(pool, e, ref);
             return rc != 0 ? rc : PP_EAGAIN;
         }
-        /* acquire: pairs with the eviction commit's release (the record). */
-        if (!pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_LOADING))
+        if (!pp__pw_claim_load(e, &pw))
             continue;
         PP__YIELD(LOAD);
         int rc = pin ? pp__load_pin(pool, n, e, flags, t, data)
@@ -259,9 +252,9 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
         goto full;
     /* Only PP_PIN_WRITE of the pin flags changes the word here. */
     uint64_t bits = pp__pin_bits(flags & PP_PIN_WRITE);
-    /* acquire: as in pp__pin_on_word.  One try: a failed CAS (contention)
-     * goes the full way, which counts failures and may make the entry hot. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acquire(&e->pw, &pw, pp__pin_word(pw, bits))))
+    /* One try: a failed CAS (contention) goes the full way, which counts
+     * failures and may make the entry hot. */
+    if (PP__UNLIKELY(!pp__pw_try_pin(e, &pw, bits)))
         return pp__pin_full(pool, ref, flags, data, file, line, 1);
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
@@ -295,15 +288,10 @@ static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t
             pp__dead_in_io_note(pool, n, false, &held);
             return PP_ESTALE;
         }
-        next = pp__unpin_word(pw);
-        bool last = pp__pw_pins(next) == 0;
-        if (last && !(pw & PP__F_BUSY))
-            next |= PP__F_QUEUED;
+        bool last = pp__pw_pins(pw) == 1;
         pp__dead_in_io_note(pool, n, last && (pw & PP__F_BUSY), &held);
         PP__YIELD(UNPIN);
-        /* acq_rel: as in pp__unpin_any; the final unpinner carries every
-         * earlier unpinner's writes on to the reclaimer (its push). */
-    } while (!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, next));
+    } while (!pp__pw_try_unpin_dead(e, &pw, &next));
     if (count)
         pp__counter_add(&t->count[n].unpins, 1);
     if (next & PP__F_QUEUED) {
@@ -350,11 +338,7 @@ static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pw & PP__F_DEAD))
             return pp__unpin_dead(pool, e, ref, t, count);
         PP__YIELD(UNPIN);
-        /* acq_rel: release publishes the caller's writes to the data to the
-         * next pinner, to the eviction's claim and to the last owner's
-         * kill (which pushes the entry to its reclaimer); acquire, as
-         * before, takes the earlier unpinners' writes along. */
-        if (pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw)))
+        if (pp__pw_try_unpin(e, &pw))
             break;
     }
     if (count)
@@ -411,8 +395,7 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
         goto full;
     if (PP__UNLIKELY(pw & PP__F_DEAD))
         return pp__unpin_dead(pool, e, ref, t, true);
-    /* acq_rel: as in pp__unpin_any. */
-    if (PP__UNLIKELY(!pp__atomic_cas_weak_acq_rel(&e->pw, &pw, pp__unpin_word(pw))))
+    if (PP__UNLIKELY(!pp__pw_try_unpin(e, &pw)))
         goto full;
     pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
     return 0;
@@ -561,10 +544,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (flags & PP_PIN_WRITE) {
             pp__entry_t *e = pp__lookup(pool, refs[i]);
-            /* relaxed: a flag for the pool's own bookkeeping; our pin keeps
-             * the generation, so the OR cannot touch a recycled slot, and it
-             * already made any eviction in progress fail its commit. */
-            uint64_t old = pp__atomic_or_relaxed(&e->pw, PP__F_DIRTY);
+            uint64_t old = pp__pw_mark_dirty(e);
             if (old & PP__F_EVICTING)
                 pp__evict_wait(pool, pp_ref_node(refs[i]), e);
         }
@@ -713,9 +693,7 @@ again:
         }
         if (pw & PP__F_ESCAPED)
             break;
-        /* acquire: as for a pin, the data and earlier writes are visible.
-         * ESCAPED also makes any eviction in progress fail its commit. */
-        if (pp__atomic_cas_weak_acquire(&e->pw, &pw, pw | PP__F_ESCAPED))
+        if (pp__pw_escape(e, &pw))
             break;
     }
     if (rc == 0) {

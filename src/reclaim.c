@@ -374,10 +374,7 @@ static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
     pp__cold_t *c = pp__cold(e);
     c->type = NULL;
     c->size = 0;
-    /* release: the free and these resets happen before anything that later
-     * acquires this word (debug scans); a later putter gets the slot through
-     * the free-slot stack, whose push orders them as well. */
-    pp__atomic_store_release(&e->pw, (uint64_t)gen << PP__GEN_SHIFT);
+    pp__pw_reclaim(e, gen);
     if (gen == UINT32_MAX) {
         pp__counter_add(&node->rc.retired_slots, 1);   /* never reissue a ref */
         return;

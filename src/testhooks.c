@@ -41,8 +41,7 @@ int pp__debug_set_gen(pp_pool_t *pool, pp_ref_t ref, uint32_t gen, pp_ref_t *out
         return PP_ESTALE;
     uint64_t low = ((uint64_t)1 << PP__GEN_SHIFT) - 1;
     pp__atomic_store_relaxed(&pp__cold(e)->ow, (ow & low) | ((uint64_t)gen << PP__GEN_SHIFT));
-    /* release: as in pp_put, the new generation publishes the entry. */
-    pp__atomic_store_release(&e->pw, (pw & low) | ((uint64_t)gen << PP__GEN_SHIFT));
+    pp__pw_test_set_gen(e, pw, gen);
     *out = pp__ref_make(pp_ref_node(ref), pp_ref_slot(ref), gen);
     return 0;
 }

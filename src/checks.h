@@ -65,11 +65,11 @@ static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP
 
 /*
  * Random yields (liburcu's DEBUG_YIELD), debug builds of the testing
- * variant only.  PP__YIELD(X)
- * marks a point of class PP__YIELD_X where a race window is worth
- * widening; when that class is enabled the calling thread calls
- * sched_yield() there with probability 1/one_in (a thread-local PRNG).
- * Off until enabled by pp__debug_yield_set() or by the environment:
+ * variant only.  PP__YIELD(X) marks a point of class PP__YIELD_X where a
+ * race window is worth widening; when that class is enabled the calling
+ * thread calls sched_yield() there with probability 1/one_in (a
+ * thread-local PRNG).  Off until enabled by pp__debug_yield_set() or by
+ * the environment:
  *
  *   PINPOOL_YIELD=CLASSES[:ONE_IN]   read at the first pp_pool_create of
  *                                    the process, unless
@@ -79,9 +79,10 @@ static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP
  * unpin, owner, reclaim, evict, load) or a mask (0x3f); ONE_IN defaults to
  * 8 (1: yield every time).  E.g. PINPOOL_YIELD=all:4,
  * PINPOOL_YIELD=evict,load:2.  In other builds PP__YIELD compiles to
- * nothing (the hot paths stay free of calls); in the testing variant's,
- * pp__debug_yield_set does nothing and pp__debug_yield_available() is
- * false.  The product never reads PINPOOL_YIELD.  yield.c.
+ * nothing (the hot paths stay free of calls).  In the testing variant's
+ * other builds pp__debug_yield_set does nothing and
+ * pp__debug_yield_available() is false; the product never reads
+ * PINPOOL_YIELD.  yield.c.
  */
 #define PP__YIELD_PIN     (1u << 0)  /* pin, get, pin_many: before the pin's CAS */
 #define PP__YIELD_UNPIN   (1u << 1)  /* unpin: before its CAS; a final unpin before its push */

@@ -47,14 +47,27 @@ target_include_directories(pinpool_mpi PUBLIC ${_pp_include_dirs})
 target_link_libraries(pinpool_mpi PUBLIC pinpool MPI::MPI_C
     PRIVATE PkgConfig::CK Threads::Threads)
 
-# For the tests: the layer linked statically with the core, plus the
-# in-process transport (test machinery, not part of the product).
-add_library(pinpool_mpi_testlib STATIC $<TARGET_OBJECTS:pinpool_mpi_objects>
-    src/mpi/transport_inproc.c)
-pinpool_library_settings(pinpool_mpi_testlib)
-target_include_directories(pinpool_mpi_testlib PUBLIC ${_pp_include_dirs}
-    ${CMAKE_CURRENT_SOURCE_DIR}/src/mpi)
-target_link_libraries(pinpool_mpi_testlib PUBLIC pinpool_static MPI::MPI_C PkgConfig::CK)
+# The layer linked statically with the core, for the benchmarks (bench/):
+# the product's objects, as libpinpool_mpi.so has them.  Never installed.
+add_library(pinpool_mpi_static STATIC $<TARGET_OBJECTS:pinpool_mpi_objects>)
+target_include_directories(pinpool_mpi_static PUBLIC ${_pp_include_dirs})
+target_link_libraries(pinpool_mpi_static PUBLIC pinpool_static MPI::MPI_C PkgConfig::CK)
+
+# For the tests: the testing variant of the layer (PP__TESTING=1: its test
+# points, layer.h), linked with the core's (pinpool_testing), plus the
+# in-process transport, which is test machinery and lives with the tests
+# (tests/mpi/support/).  The MPI tests and mpi_torture link it.
+if(TARGET pinpool_testing)
+    set(PINPOOL_MPI_INPROC tests/mpi/support/transport_inproc.c
+        tests/mpi/support/transport_inproc.h)
+    add_library(pinpool_mpi_testlib STATIC ${PINPOOL_MPI_SOURCES} ${PINPOOL_MPI_HEADERS}
+        ${PINPOOL_MPI_INPROC})
+    pinpool_library_settings(pinpool_mpi_testlib)
+    target_compile_definitions(pinpool_mpi_testlib PRIVATE PP__WITH_MPI=1)
+    target_include_directories(pinpool_mpi_testlib PUBLIC
+        ${CMAKE_CURRENT_SOURCE_DIR}/src/mpi ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/support)
+    target_link_libraries(pinpool_mpi_testlib PUBLIC pinpool_testing MPI::MPI_C PkgConfig::CK)
+endif()
 
 install(TARGETS pinpool_mpi
     EXPORT pinpoolTargets

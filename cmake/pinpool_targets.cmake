@@ -21,9 +21,9 @@ function(pinpool_program target)
 endfunction()
 
 # pinpool_stress_program(<target> <library> <source>...): a stress program
-# linked against library -- the real static library, or a seeded copy
-# (tests/seeded/) -- and the internal test hooks, written to the build
-# tree's stress/; its sources include "common/..." from stress/.
+# linked against library -- the testing variant pinpool_testing, or a
+# seeded copy (tests/seeded/) -- and the internal test hooks, written to
+# the build tree's stress/; its sources include "common/..." from stress/.
 function(pinpool_stress_program target library)
     pinpool_program(${target} SOURCES ${ARGN} LIBS ${library} INTERNAL)
     target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/stress)

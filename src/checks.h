@@ -1,9 +1,16 @@
 /*
  * checks.h -- what every part of pinpool uses to check itself and to be
  * tested: assertions in tiers, branch hints and inlining, the padding rule,
- * random yields (debug builds) and test points (every build).  The
- * switches that tests turn (pp__debug_yield_set, pp__test_point_hook) are
- * declared in testhooks.h.
+ * random yields and test points.
+ *
+ * The library's sources are compiled twice.  The product (libpinpool.so,
+ * libpinpool.a) has PP__TESTING 0: test points and yields compile to
+ * nothing, and alloc.c neither counts nor fails allocations.  The testing
+ * variant (the static library pinpool_testing, which the tests, the stress
+ * programs and the fuzz target link) has PP__TESTING=1: they are compiled
+ * in, and so are yield.c and testhooks.c.  The switches that tests turn
+ * (pp__debug_yield_set, pp__test_point_hook) are declared in testhooks.h,
+ * which only the testing variant may include.
  */
 #ifndef PP_CHECKS_H
 #define PP_CHECKS_H
@@ -15,6 +22,9 @@
 
 #ifndef PINPOOL_DEBUG
 #define PINPOOL_DEBUG 0
+#endif
+#ifndef PP__TESTING
+#define PP__TESTING 0
 #endif
 
 /* Debug checks are compiled in every build and removed as dead code when
@@ -54,11 +64,12 @@ _Noreturn void pp__die(const char *file, int line, const char *what);
 static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP__PAD - 1); }
 
 /*
- * Random yields (liburcu's DEBUG_YIELD), debug builds only.  PP__YIELD(X)
- * marks a point of class PP__YIELD_X where a race window is worth
- * widening; when that class is enabled the calling thread calls
- * sched_yield() there with probability 1/one_in (a thread-local PRNG).
- * Off until enabled by pp__debug_yield_set() or by the environment:
+ * Random yields (liburcu's DEBUG_YIELD), debug builds of the testing
+ * variant only.  PP__YIELD(X) marks a point of class PP__YIELD_X where a
+ * race window is worth widening; when that class is enabled the calling
+ * thread calls sched_yield() there with probability 1/one_in (a
+ * thread-local PRNG).  Off until enabled by pp__debug_yield_set() or by
+ * the environment:
  *
  *   PINPOOL_YIELD=CLASSES[:ONE_IN]   read at the first pp_pool_create of
  *                                    the process, unless
@@ -68,8 +79,10 @@ static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP
  * unpin, owner, reclaim, evict, load) or a mask (0x3f); ONE_IN defaults to
  * 8 (1: yield every time).  E.g. PINPOOL_YIELD=all:4,
  * PINPOOL_YIELD=evict,load:2.  In other builds PP__YIELD compiles to
- * nothing (the hot paths stay free of calls), pp__debug_yield_set does
- * nothing and pp__debug_yield_available() is false.  yield.c.
+ * nothing (the hot paths stay free of calls).  In the testing variant's
+ * other builds pp__debug_yield_set does nothing and
+ * pp__debug_yield_available() is false; the product never reads
+ * PINPOOL_YIELD.  yield.c.
  */
 #define PP__YIELD_PIN     (1u << 0)  /* pin, get, pin_many: before the pin's CAS */
 #define PP__YIELD_UNPIN   (1u << 1)  /* unpin: before its CAS; a final unpin before its push */
@@ -82,9 +95,13 @@ static inline size_t pp__pad(size_t n) { return (n + PP__PAD - 1) & ~(size_t)(PP
 #define PP__YIELD_ALL     0x3fu
 
 /* pp_pool_create: applies PINPOOL_YIELD (first call of the process only). */
+#if PP__TESTING
 void pp__debug_yield_env(void);
+#else
+#define pp__debug_yield_env() ((void)0)   /* a macro: no symbol, even at -O0 */
+#endif
 
-#if PINPOOL_DEBUG
+#if PINPOOL_DEBUG && PP__TESTING
 extern _Atomic unsigned pp__yield_mask;
 void pp__yield_maybe(void);
 /* relaxed: an on/off switch; no data is published through it. */
@@ -102,13 +119,14 @@ void pp__yield_maybe(void);
 #endif
 
 /*
- * Test points (every build): named places on cold paths where a test can
- * run code of its own on the thread that reaches them -- to stop that
- * thread there and drive an interleaving deterministically, which random
- * yields only make likely.  pp__test_point_hook(fn, ctx) installs fn (NULL
- * removes it); PP__TEST_POINT(X, arg) calls fn(PP__TP_X, arg, ctx) when one
- * is installed.  Off, a point costs one relaxed load and a branch, and
- * none sits on a hot path (pin, unpin, lookup).  testhooks.c.
+ * Test points (the testing variant): named places on cold paths where a
+ * test can run code of its own on the thread that reaches them -- to stop
+ * that thread there and drive an interleaving deterministically, which
+ * random yields only make likely.  pp__test_point_hook(fn, ctx) installs
+ * fn (NULL removes it); PP__TEST_POINT(X, arg) calls fn(PP__TP_X, arg, ctx)
+ * when one is installed.  Off, a point costs one relaxed load and a
+ * branch, and none sits on a hot path (pin, unpin, lookup).  In the
+ * product a point compiles to nothing.  testhooks.c.
  */
 enum pp__test_point {
     PP__TP_HOT_INSTALL,   /* hot.c, demote: the counters are closed and summed,
@@ -123,6 +141,7 @@ enum pp__test_point {
                              nothing in flight or held (arg: its node) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
+#if PP__TESTING
 void pp__test_point_run(enum pp__test_point where, void *arg);
 extern _Atomic(pp__test_point_fn) pp__test_point_fn_;
 /* relaxed: a switch; pp__test_point_run acquires the hook and its context. */
@@ -131,5 +150,8 @@ extern _Atomic(pp__test_point_fn) pp__test_point_fn_;
         if (PP__UNLIKELY(pp__atomic_load_relaxed(&pp__test_point_fn_) != NULL)) \
             pp__test_point_run(PP__TP_##where, (arg));                         \
     } while (0)
+#else
+#define PP__TEST_POINT(where, arg) do { (void)(arg); } while (0)
+#endif
 
 #endif /* PP_CHECKS_H */

@@ -21,8 +21,8 @@
  *   track.c     pin-leak tracking and reports
  *   scope.c     scopes: the ledger of a task's pins
  *   pool.c      create, destroy, drain, validation
- *   yield.c     random yields in debug builds (PP__YIELD)
- *   testhooks.c hooks for the tests (testhooks.h), test points
+ *   yield.c     random yields in debug builds (PP__YIELD); testing only
+ *   testhooks.c hooks for the tests (testhooks.h), test points; testing only
  *
  * The headers: atomics.h (every shared word's access, with its order in
  * the name), checks.h (assertions, hints, yields, test points), entry.h
@@ -30,8 +30,11 @@
  * structure), swapdev.h (the swap device), and testhooks.h, which only the
  * tests and the files that define a hook include.
  *
- * Nothing here is exported (the library is built with hidden visibility);
- * tests link the static library and may call pp__* functions.
+ * The sources are compiled twice (checks.h): the product, without test
+ * points, yields or allocation hooks, and the testing variant
+ * pinpool_testing (PP__TESTING=1), with them and with yield.c and
+ * testhooks.c.  Nothing here is exported (hidden visibility); the tests
+ * link pinpool_testing, a static library, and may call pp__* functions.
  */
 #ifndef PP_INTERNAL_H
 #define PP_INTERNAL_H

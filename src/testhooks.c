@@ -4,7 +4,8 @@
  * copy is, and the test points' switch.  The tests, the stress programs
  * and the fuzz target call these; nothing in the library does.  (The
  * allocation hooks live in alloc.c and the yield switch in yield.c, beside
- * what they switch.)
+ * what they switch.)  Compiled into the testing variant only
+ * (pinpool_testing, PP__TESTING=1, checks.h).
  */
 #include "internal.h"
 #include "swapdev.h"

@@ -4,13 +4,24 @@
  * random yields and test points switched on, states set by hand, a pool on
  * a swap device of the test's own (pp__pool_create_dev, internal.h).  No
  * production file needs it: only those that define a hook include it
- * (alloc.c, yield.c, testhooks.c).  The tests link the static library,
- * where these pp__ functions are visible.
+ * (alloc.c, yield.c, testhooks.c).
+ *
+ * Everything declared here exists only in the testing variant of the
+ * library: the static library pinpool_testing, compiled with PP__TESTING=1
+ * (checks.h), which the tests link.  The product (libpinpool.so,
+ * libpinpool.a) has none of it, and the test api.no_test_symbols checks
+ * that (cmake/check_exports.cmake).  A file that includes this header
+ * without PP__TESTING would link against the product and fail: it stops
+ * here instead.
  */
 #ifndef PP_TESTHOOKS_H
 #define PP_TESTHOOKS_H
 
 #include "internal.h"
+
+#if !PP__TESTING
+#error "testhooks.h: the test hooks exist only with PP__TESTING=1 (link pinpool_testing)"
+#endif
 
 /* Allocations (alloc.c). */
 uint32_t pp__table_seg_slots(void);   /* slots per table segment (entry.h) */

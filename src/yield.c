@@ -10,8 +10,9 @@
  * PINPOOL_YIELD environment variable, read once, at the first
  * pp_pool_create of the process.
  *
- * In other builds PP__YIELD compiles to nothing and these functions do
- * nothing: the hot paths of a release build stay free of calls.
+ * Compiled into the testing variant only (pinpool_testing, PP__TESTING=1,
+ * checks.h): the product has no yield points.  In the variant's other
+ * builds PP__YIELD compiles to nothing and these functions do nothing.
  */
 #include <pthread.h>
 #include <sched.h>

@@ -152,6 +152,7 @@ uint64_t pp__mpi_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#if PP__TESTING
 void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
 {
     /* acquire: pairs with the test's release store of tp, after tp_ctx */
@@ -159,6 +160,7 @@ void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
     if (fn != NULL)
         fn(m, where, arg, m->tp_ctx);
 }
+#endif
 
 void pp__mpi_wake(pp_mpi_t *m)
 {

@@ -84,7 +84,9 @@ struct pp__req;
  * there and drive an interleaving deterministically.  m->tp, when set,
  * is called as tp(m, where, arg, m->tp_ctx).  Off, a point costs one
  * relaxed load and a branch; none sits on a hit or a read unpin (one on
- * a home write unpin, beside its read-modify-writes). */
+ * a home write unpin, beside its read-modify-writes).  Only in the
+ * testing variant (PP__TESTING=1, pinpool_mpi_testlib); in libpinpool_mpi
+ * a point compiles to nothing and m has no tp. */
 enum pp__mpi_tp {
     PP__MPI_TP_MISS,       /* remote.c: a pin's lock-free look found no
                               copy, before it takes req_mu (arg: NULL) */
@@ -104,11 +106,15 @@ enum pp__mpi_tp {
 typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
 /* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and
  * pp__mpi_tp_run loads tp again with acquire before it reads tp_ctx. */
+#if PP__TESTING
 #define PP__MPI_TP(m, where, arg)                                                   \
     do {                                                                            \
         if (__builtin_expect(pp__atomic_load_relaxed(&(m)->tp) != NULL, 0))         \
             pp__mpi_tp_run((m), PP__MPI_TP_##where, (arg));                         \
     } while (0)
+#else
+#define PP__MPI_TP(m, where, arg) do { (void)(m); (void)(arg); } while (0)
+#endif
 
 /* ---- commands: application threads -> the progress thread ------------ */
 enum { PP__CMD_PUBLISH = 1, PP__CMD_RETURN, PP__CMD_KILL, PP__CMD_LOADED };
@@ -281,8 +287,10 @@ struct pp_mpi {
     _Atomic int64_t spill_pins;
     _Atomic uint64_t spill_hits;
     /* test points (above): set by tests only */
+#if PP__TESTING
     _Atomic(pp__mpi_tp_fn) tp;
     void *tp_ctx;
+#endif
     struct {
         _Atomic uint64_t misses, requests_served, bytes_fetched, bytes_served,
             weight_messages, refused_returns, refused_imports, weight_records;
@@ -317,7 +325,9 @@ int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_
                     struct pp__home *home);
 void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
 uint64_t pp__mpi_now_ns(void);
+#if PP__TESTING
 void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
+#endif
 /* ck_ht with direct 64-bit keys and values */
 bool pp__ht_init(ck_ht_t *ht);
 bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val);

@@ -3,11 +3,12 @@
  *
  * Two implementations: MPI (transport_mpi.c, the product: the progress
  * thread alone calls MPI, on a duplicated communicator with
- * MPI_ERRORS_RETURN) and the in-process transport of transport_inproc.c,
- * whose ranks are threads of one process and whose seeded scheduler
- * reorders, delays and (for messages sent with PP__SEND_DUP_OK)
- * duplicates what it carries, so that the protocol's race tests run
- * without mpiexec, under TSan, and replay from a seed.
+ * MPI_ERRORS_RETURN) and, for the tests only, the in-process transport
+ * (tests/mpi/support/transport_inproc.h), whose ranks are threads of one
+ * process and whose seeded scheduler reorders, delays and (for messages
+ * sent with PP__SEND_DUP_OK) duplicates what it carries, so that the
+ * protocol's race tests run without mpiexec, under TSan, and replay from
+ * a seed.
  *
  * A message is a header and a body, sent as one message of hlen + blen
  * bytes with a tag.  send copies the header before it returns.  The body
@@ -82,31 +83,5 @@ struct pp__transport {
 #include <mpi.h>
 int pp__mpi_transport_create(MPI_Comm comm, pp__transport_t **out, char *err, size_t errlen);
 #endif
-
-/* The in-process transport (transport_inproc.c).  A world of n ranks;
- * each rank's transport is used by one thread at a time (its progress
- * thread).  Chaos, from the seed: each message is held back for a random
- * number of the receiver's polls (0..max_delay), handed out in random
- * order among those due, and, with PP__SEND_DUP_OK, delivered a second
- * time with probability dup_per_mille / 1000.  A send with a done
- * callback is zero-copy: its body is read when the message is handed out
- * (its duplicate's at the same time), and done runs at the sender's first
- * poll after that, so such a send completes only once it is received, as
- * a large MPI send does.  destroy of a rank does nothing: the world owns
- * its ranks. */
-typedef struct pp__inproc_world pp__inproc_world_t;
-typedef struct pp__inproc_chaos {
-    uint64_t seed;
-    unsigned max_delay;        /* polls */
-    unsigned dup_per_mille;
-} pp__inproc_chaos_t;
-
-int pp__inproc_world_create(int n, const pp__inproc_chaos_t *chaos, pp__inproc_world_t **out);
-pp__transport_t *pp__inproc_rank(pp__inproc_world_t *w, int rank);
-/* Messages sent and not yet handed out, in the whole world. */
-size_t pp__inproc_in_flight(pp__inproc_world_t *w);
-/* Frees the world; messages still in flight are dropped (and counted:
- * the return value). */
-size_t pp__inproc_world_destroy(pp__inproc_world_t *w);
 
 #endif /* PP_MPI_TRANSPORT_H */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "layer.h"       /* pp__mpi_create_on: the layer over any transport */
-#include "transport.h"
+#include "transport_inproc.h"   /* tests/mpi/support: ranks as threads */
 
 struct chan {
     bool mpi;

@@ -1,4 +1,4 @@
-/* test_transport.c -- the in-process transport (src/mpi/transport_inproc.c):
+/* test_transport.c -- the in-process transport (tests/mpi/support/):
  * every message arrives intact, at least once; at most twice and only if
  * it may be duplicated; in another order than it was sent when the chaos
  * says so; and the same seed replays the same deliveries.  A send's header
@@ -17,7 +17,7 @@
 
 #include <pinpool.h>
 
-#include "mpi/transport.h"
+#include "transport_inproc.h"
 
 #define RANKS 4
 #define PER_RANK 500                   /* messages each rank sends */

@@ -10,7 +10,7 @@
 #include "helpers.h"
 
 #include "layer.h"
-#include "transport.h"
+#include "transport_inproc.h"   /* tests/mpi/support: ranks as threads */
 
 #define MAXR 4
 

@@ -1,7 +1,8 @@
 /*
- * transport_inproc.c -- the in-process transport (transport.h): ranks are
- * threads of one process, each with a mailbox; a seeded scheduler decides
- * when, in which order and how many times each message is handed out.
+ * transport_inproc.c -- the in-process transport (transport_inproc.h):
+ * ranks are threads of one process, each with a mailbox; a seeded
+ * scheduler decides when, in which order and how many times each message
+ * is handed out.
  *
  * This is test machinery, not a hot path: each mailbox is a mutex around
  * an array of pending messages.  Each mailbox draws from its own random
@@ -16,7 +17,7 @@
  * not a silent success; and a send completes once its message has been
  * received, as a large MPI send does, not when it was queued.
  */
-#include "transport.h"
+#include "transport_inproc.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -26,7 +26,7 @@
  *    them run at once, hence the arena's mutex and per-thread staging.  The
  *    program counts which threads ran which callback and prints it.
  *  - save, load and free may call the pool for entries other than their
- *    own (put, release, pin...), as pinpool.h's "Callbacks" says, and no
+ *    own (put, release, pin...), as docs/api.md's "Callbacks" says, and no
  *    call made inside them waits: a pin of an entry not in memory, or a
  *    put short of room, returns PP_EAGAIN.  They must not wait for a
  *    thread that may be waiting in the pool, which may be waiting for the

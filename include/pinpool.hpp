@@ -825,7 +825,7 @@ class pool {
 /* ------------------------------------------------------------------------ */
 
 /* A pp_scope_t: every pin taken through it is dropped by end() or by the
- * destructor, whichever comes first (pinpool.h, "Scopes").  It lives where
+ * destructor, whichever comes first (docs/api.md, "Scopes").  It lives where
  * it is made (the C scope must not be copied, and pins refer to it by
  * nothing else), so it is neither copied nor moved. */
 class scope {

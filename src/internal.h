@@ -123,7 +123,7 @@ struct pp__tls_node {
 };
 pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
 /* The type callbacks (free, save, load) running on the calling thread, of
- * any pool.  Inside one, no pool call waits (pinpool.h, "Callbacks"): a
+ * any pool.  Inside one, no pool call waits (docs/api.md, "Callbacks"): a
  * put never waits for the backlog and fails with PP_EAGAIN where it would
  * wait for room, a pin is PP_PIN_NOWAIT.  The callback may run on a pool
  * thread that the wait would be for. */
@@ -181,7 +181,7 @@ void pp__reclaim_stop(pp_pool_t *pool);
 void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t);
 uint64_t pp__now_ns(void);
 
-/* backlog.c -- the bound on the reclaim backlog (pinpool.h, "Overload").
+/* backlog.c -- the bound on the reclaim backlog (docs/api.md, "Overload").
  * What one dead entry counts: its bytes in memory plus its slot.  pw is
  * its word once QUEUED (RESIDENT no longer changes). */
 #define PP__BACKLOG_SLOT_BYTES 64u

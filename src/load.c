@@ -107,7 +107,7 @@ static int pp__load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
     /* Only a callback may call while destroy stops the swap threads
-     * (pinpool.h, "Callbacks"): it counts itself in cb_loads, then looks
+     * (docs/api.md, "Callbacks"): it counts itself in cb_loads, then looks
      * at io_closed.  seq_cst: against destroy's store of io_closed before
      * its read of the count (pp_pool_destroy): either destroy waits for
      * this push, which the swap thread's last round then cancels, or this

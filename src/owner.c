@@ -35,7 +35,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     }
     /* The backlog first, so that a put waiting for it holds no reservation
      * (relaxed: a threshold; the line is the one the put writes below).
-     * A put from a callback never waits (pinpool.h, "Callbacks"): not for
+     * A put from a callback never waits (docs/api.md, "Callbacks"): not for
      * the backlog, which the reclaimer it may run on drains, and not for
      * room, which a swap thread it may run on makes. */
     int rc;

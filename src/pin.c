@@ -111,7 +111,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
     if (t == NULL)
         return PP_ENOMEM;
     if (pp__in_callback())
-        flags |= PP_PIN_NOWAIT;          /* pinpool.h, "Callbacks" */
+        flags |= PP_PIN_NOWAIT;          /* docs/api.md, "Callbacks" */
     for (;;) {
         uint32_t seen = ck_ec32_value(&node->sw.io_done);
         /* acquire: pairs with the load commit's release (data pointer). */
@@ -504,7 +504,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     if (t == NULL)
         return PP_ENOMEM;
     if (pp__in_callback())
-        flags |= PP_PIN_NOWAIT;          /* pinpool.h, "Callbacks" */
+        flags |= PP_PIN_NOWAIT;          /* docs/api.md, "Callbacks" */
     /* 0. With swap: the loads of the batch, overlapped. */
     if (pool->swap) {
         int rc = pp__pin_many_loads(pool, refs, n, flags);

@@ -25,7 +25,7 @@
  * call runs), then runs the rounds destroy asks for: in each, it frees what
  * is queued and kills every entry of its node still owned (leaked owners),
  * freeing each at once.  A free may release, put or unpin entries of any
- * node (pinpool.h, "Callbacks"); destroy asks for rounds until one in
+ * node (docs/api.md, "Callbacks"); destroy asks for rounds until one in
  * which no reclaimer did anything.  Free functions run on the home
  * reclaimer even then.
  */

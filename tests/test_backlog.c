@@ -1,5 +1,5 @@
 /*
- * test_backlog.c -- the bound on the reclaim backlog (pinpool.h, "Overload"):
+ * test_backlog.c -- the bound on the reclaim backlog (docs/api.md, "Overload"):
  * what the backlog counts, where puts wait and wake, PP_PUT_NOWAIT, the
  * refusal of a QSBR thread inside its section (PP_EDEADLK), a thread that
  * holds pins waiting safely, and the bound under a reclaimer stopped at a

@@ -72,7 +72,7 @@
  *     with pp_pool_drain(pool, 20 ms) in a loop bounded by 30 s.  When a
  *     drain returns 0 all of them must already be freed (its contract).
  *
- * Overload (pinpool.h, "Overload").  A put waits while its node's reclaim
+ * Overload (docs/api.md, "Overload").  A put waits while its node's reclaim
  * backlog is at the wait mark, and the lag keeps every entry that dies
  * during it in the backlog, so lags and waiting puts meet:
  *  - a QSBR thread's put inside its section is refused with PP_EDEADLK

@@ -1,6 +1,6 @@
 /*
  * stress/torture/bounds.c -- the torture's memory bounds under the reclaim
- * backlog (pinpool.h, "Overload").
+ * backlog (docs/api.md, "Overload").
  *
  * Before the workers start (they have registered with the pool and wait at
  * the gate), the program prints the bounds it will check, all computed from

@@ -1,6 +1,6 @@
 /*
  * stress/torture/reentrant.c -- --reentrant PCT: free functions that call
- * back into the pool (pinpool.h, "Callbacks").
+ * back into the pool (docs/api.md, "Callbacks").
  *
  * PCT percent of the free function's calls (stress_free, on reclaimers and
  * swap threads) and of the children's own frees call back: each puts a

@@ -1,6 +1,7 @@
 /*
  * evict.c -- each node's swap thread: CLOCK eviction, drops of
- * PP_TYPE_DISCARD entries, the loads queued for it, and the ends of I/O.
+ * PP_TYPE_DISCARD entries, and the loads queued for it (ioend.c ends the
+ * I/O).
  * The transitions are drawn in entry.h; the bytes are moved by swap.c;
  * memory is reserved by mem.c, and loads run by load.c.
  *
@@ -54,46 +55,6 @@
  * (starting it after every batch cut swap-out throughput by half to three
  * quarters on this project's machine, measured with swapbench). */
 #define PP__SYNC_IDLE_NS 1000000000L
-
-/* ------------------------------------------------------------------------ */
-/* Ends of I/O                                                               */
-/* ------------------------------------------------------------------------ */
-
-void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next, pp__thread_t *t)
-{
-    /* Pre (internal.h): next, the word the ender installed, has no I/O in
-     * flight; QUEUED only on a dead, unpinned entry. */
-    PP__ASSERT(!(next & PP__F_BUSY));
-    PP__ASSERT(!(next & PP__F_QUEUED) || ((next & PP__F_DEAD) && pp__pw_pins(next) == 0));
-    if (next & PP__F_QUEUED) {
-        /* Only an entry that died during the I/O, or was dropped, is
-         * queued here, and its final release or unpin, or its drop,
-         * counted it in dead_in_io. */
-        pp__reclaim_push(pool, n, e, t);
-        /* release: orders the push (and its queued count) before the
-         * decrement, for pp_pool_drain, which reads this count first. */
-        pp__atomic_add_release(&pool->nodes[n]->prod.dead_in_io, -1);
-    }
-    ck_ec32_inc(&pool->nodes[n]->sw.io_done, &pp__ec_mode);
-}
-
-void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e)
-{
-    /* Pre (internal.h): the caller holds a pin, counted on the word (a
-     * write pin is never counted hot), or escaped the entry (pp_get). */
-    uint64_t held = pp__atomic_load_relaxed(&e->pw);
-    PP__ASSERT((held & PP__F_ESCAPED) || (!(held & PP__F_HOT) && pp__pw_pins(held) > 0));
-    (void)held;
-    pp__node_t *node = pool->nodes[n];
-    for (;;) {
-        uint32_t seen = ck_ec32_value(&node->sw.io_done);
-        /* acquire: pairs with the abandon's release, so the swap thread's
-         * reads of the data happen before the caller's writes. */
-        if (!(pp__atomic_load_acquire(&e->pw) & PP__F_EVICTING))
-            return;
-        ck_ec32_wait(&node->sw.io_done, &pp__ec_mode, seen, NULL);
-    }
-}
 
 /* ------------------------------------------------------------------------ */
 /* Eviction                                                                  */

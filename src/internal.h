@@ -11,10 +11,12 @@
  *   hot.c       sharded pin counts for contended entries (HOT)
  *   thread.c    thread records, their thread-local cache, the pool registry
  *   epoch.c     ck_epoch sections and QSBR
+ *   wait.c      how threads sleep and wake (ck_ec on futexes), the clock
  *   reclaim.c   reclaim queues, reclaimer threads, grace periods, free
  *   mem.c       memory reservations against mem_limit, room for puts, loads
  *   load.c      loads from swap, committed with a pin or without
- *   evict.c     swap threads: CLOCK eviction, queued loads, ends of I/O
+ *   evict.c     swap threads: CLOCK eviction, queued loads
+ *   ioend.c     the end of an entry's I/O, and the wait for it
  *   swap.c      swap store: records, space, checksums, compression, streams
  *   swapdev.c   the default swap device (files in a private directory)
  *   stats.c     pp_stat, pp_pool_stats, lag histograms
@@ -172,14 +174,16 @@ void pp__tls_forget(pp_pool_t *pool);
 void pp__threads_free(pp_pool_t *pool);
 unsigned pp__threads_in_use(pp_pool_t *pool);
 
-/* reclaim.c */
+/* wait.c */
 extern const struct ck_ec_mode pp__ec_mode;   /* futex ops, many producers */
+uint64_t pp__now_ns(void);                    /* CLOCK_MONOTONIC, in ns */
+
+/* reclaim.c */
 int pp__reclaim_start(pp_pool_t *pool);
 void pp__reclaim_stop(pp_pool_t *pool);
 /* Queues a dead, unpinned entry (the caller made it QUEUED) and returns at
  * once.  Never blocks; wakes the reclaimer only if it sleeps. */
 void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t);
-uint64_t pp__now_ns(void);
 
 /* backlog.c -- the bound on the reclaim backlog (docs/api.md, "Overload").
  * What one dead entry counts: its bytes in memory plus its slot.  pw is
@@ -311,10 +315,6 @@ static inline bool pp__droppable(const pp_pool_t *pool, const pp_type_t *type, s
     return pool->mem_limit != 0 && size != 0 && type != NULL &&
            (type->flags & (PP_TYPE_DISCARD | PP_TYPE_NOSWAP)) == PP_TYPE_DISCARD;
 }
-/* Waits until no eviction holds e (a write pin's data must not be read by
- * the swap thread while the caller writes).  Pre: the caller holds a pin,
- * or escaped the entry (pp_get). */
-void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 /* A final release or unpin that finds an I/O in flight (BUSY) leaves the
  * entry to whoever ends the I/O (pp__io_end).  It counts the entry in its
  * node's dead_in_io before its CAS (defer: the CAS about to be tried
@@ -330,11 +330,17 @@ static inline void pp__dead_in_io_note(pp_pool_t *pool, unsigned n, bool defer, 
         *held = defer;
     }
 }
+
+/* ioend.c */
 /* After an I/O's CAS cleared BUSY (next is the word it installed): queues
  * a dead, unpinned entry (next has QUEUED set; its death, or its drop,
  * counted it in dead_in_io) and wakes whoever waits for the node's I/O. */
 void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
                 pp__thread_t *t);
+/* Waits until no eviction holds e (a write pin's data must not be read by
+ * the swap thread while the caller writes).  Pre: the caller holds a pin,
+ * or escaped the entry (pp_get). */
+void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 
 /* xfer.c -- the io_uring engine (one per node, run by its swap thread
  * only; see xfer.c).  open picks the engine (opt->io_engine, and whether

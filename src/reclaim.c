@@ -31,78 +31,12 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
-
-/* ------------------------------------------------------------------------ */
-/* ck_ec operations (Linux futexes)                                          */
-/* ------------------------------------------------------------------------ */
-
-static int pp__ec_gettime(const struct ck_ec_ops *ops, struct timespec *out)
-{
-    (void)ops;
-    return clock_gettime(CLOCK_MONOTONIC, out);
-}
-
-static void pp__ec_wait32(const struct ck_ec_wait_state *state, const uint32_t *addr,
-                          uint32_t expected, const struct timespec *deadline)
-{
-    (void)state;
-    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
-    syscall(SYS_futex, addr, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected,
-            deadline, NULL, FUTEX_BITSET_MATCH_ANY);
-}
-
-static void pp__ec_wait64(const struct ck_ec_wait_state *state, const uint64_t *addr,
-                          uint64_t expected, const struct timespec *deadline)
-{
-    /* Low half, as ck_ec documents for 64-bit counters on little endian. */
-    pp__ec_wait32(state, (const uint32_t *)(const void *)addr, (uint32_t)expected, deadline);
-}
-
-static void pp__ec_wake32(const struct ck_ec_ops *ops, const uint32_t *addr)
-{
-    (void)ops;
-    syscall(SYS_futex, addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
-}
-
-static void pp__ec_wake64(const struct ck_ec_ops *ops, const uint64_t *addr)
-{
-    pp__ec_wake32(ops, (const uint32_t *)(const void *)addr);
-}
-
-static const struct ck_ec_ops pp__ec_ops = {
-    .gettime = pp__ec_gettime,
-    .wait32 = pp__ec_wait32,
-    .wait64 = pp__ec_wait64,
-    .wake32 = pp__ec_wake32,
-    .wake64 = pp__ec_wake64,
-    /* ck's default spin before the futex (100 pauses) is kept.  One pause
-     * instead saved the 11% of a reclaimer's time that spinning took under
-     * overload, but made pinbench's reclaim lag p50 3.3 ms instead of 5 us:
-     * without the spin the reclaimer's CPU goes idle between two bursts,
-     * and on this VM a futex wake of an idle CPU can take milliseconds. */
-};
-
-/* Many producers (any thread doing a final unpin), one waiter. */
-const struct ck_ec_mode pp__ec_mode = {
-    .ops = &pp__ec_ops,
-    .single_producer = false,
-};
-
-uint64_t pp__now_ns(void)
-{
-    struct timespec ts;
-    /* vDSO on x86-64 Linux: no system call. */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* destroy's rounds (pp__reclaim_stop): the round that asks the reclaimers
  * to leave. */

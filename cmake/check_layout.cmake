@@ -12,7 +12,7 @@
 #     its first PP_API declaration before line 120;
 #   - no seeded-bug code in src/ or include/ (seeds are patches:
 #     tests/seeded/);
-#   - no write of an entry's pins word `pw` in src/ outside src/entry.h.
+#   - no write of an entry's pins word `pw` in src/ outside src/core/entry.h.
 cmake_minimum_required(VERSION 3.21)
 if(NOT DEFINED SRC_DIR)
     message(FATAL_ERROR "check_layout.cmake: SRC_DIR not given")
@@ -129,9 +129,9 @@ foreach(f ${lib})
         math(EXPR bad "${bad} + 1")
     endif()
 endforeach()
-# ---- begin: only src/entry.h writes the pins word ---------------------------
+# ---- begin: only src/core/entry.h writes the pins word ----------------------
 # An entry's pins word `pw` changes only by the transitions at the end of
-# src/entry.h, one for each row of its table.  No other file of src/ hands
+# src/core/entry.h, one for each row of its table.  No other file of src/
 # `...->pw` or `....pw` to an atomic other than a load, nor assigns
 # `...->pw` (`t->hc.pw`, a thread's plain copy of a word, is no entry's).
 file(GLOB_RECURSE pw_files ${SRC_DIR}/src/*.c ${SRC_DIR}/src/*.h)
@@ -142,7 +142,7 @@ set(pw_call "(pp__atomic|atomic|ck_pr)_[a-z0-9_]+[ \t\n]*[(][ \t\n]*${pw_arg}")
 set(pw_assign "->pw[ \t\n]*(([-+*/%&|^]|<<|>>)?=[^=]|[+][+]|--)")
 foreach(f ${pw_files})
     file(RELATIVE_PATH rel ${SRC_DIR} ${f})
-    if(rel STREQUAL "src/entry.h")
+    if(rel STREQUAL "src/core/entry.h")
         continue()
     endif()
     file(READ ${f} text)
@@ -151,16 +151,16 @@ foreach(f ${pw_files})
     foreach(call ${calls})
         if(NOT call MATCHES "^(pp__atomic|atomic|ck_pr)_load")
             string(REGEX REPLACE "[ \t\n]+" " " call "${call}")
-            message(SEND_ERROR "${rel}: writes pw (${call}...): only src/entry.h's transitions may")
+            message(SEND_ERROR "${rel}: writes pw (${call}...): only src/core/entry.h's transitions may")
             math(EXPR bad "${bad} + 1")
         endif()
     endforeach()
     foreach(assign ${assigns})
-        message(SEND_ERROR "${rel}: assigns pw (${assign}...): only src/entry.h's transitions may")
+        message(SEND_ERROR "${rel}: assigns pw (${assign}...): only src/core/entry.h's transitions may")
         math(EXPR bad "${bad} + 1")
     endforeach()
 endforeach()
-# ---- end: only src/entry.h writes the pins word -----------------------------
+# ---- end: only src/core/entry.h writes the pins word ------------------------
 list(LENGTH sources nsrc)
 list(LENGTH test_sources ntest)
 math(EXPR nsrc "${nsrc} + ${ntest}")

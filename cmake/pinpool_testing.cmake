@@ -1,8 +1,8 @@
 # cmake/pinpool_testing.cmake -- pinpool_testing, the testing variant of
 # the library: the sources of the product compiled a second time with
-# PP__TESTING=1 (src/checks.h), which turns on the test points, the random
+# PP__TESTING=1 (src/os/checks.h), which turns on the test points, the random
 # yields of debug builds and the allocation counter and fault hooks, plus
-# src/yield.c and src/testhooks.c.  A static library, never installed.  The
+# src/testing/yield.c and src/testing/testhooks.c.  A static library, never installed.  The
 # unit tests, the stress programs, the fuzz target and the seeded copies
 # (tests/seeded/) link it; the examples and the benchmarks link the
 # product, libpinpool.so and libpinpool.a, which hold none of that (the

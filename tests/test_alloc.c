@@ -8,7 +8,7 @@
  * allocation the call makes is failed once.
  */
 #include "helpers.h"
-#include "testhooks.h" /* pp__alloc_fail_after, pp__alloc_count */
+#include "testing/testhooks.h" /* pp__alloc_fail_after, pp__alloc_count */
 
 #define SWEEP_MAX 64   /* far more allocations than any of these calls makes */
 

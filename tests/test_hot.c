@@ -4,7 +4,7 @@
  * alone promotes. */
 #include "helpers.h"
 
-#include "testhooks.h" /* pp__debug_hot, pp__debug_hot_after, pp__pool_is_valid */
+#include "testing/testhooks.h" /* pp__debug_hot, pp__debug_hot_after, pp__pool_is_valid */
 
 enum { HOT_ASK = -1, HOT_OFF = 0, HOT_ON = 1 };
 

@@ -1,7 +1,7 @@
 /* test_owner.c -- put, retain, release (src/owner.c). */
 #include "helpers.h"
 
-#include "testhooks.h" /* pp__debug_set_owners */
+#include "testing/testhooks.h" /* pp__debug_set_owners */
 
 Test(owner, put_has_one_owner, .timeout = 30)
 {

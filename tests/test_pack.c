@@ -9,7 +9,7 @@
  * allocation of the buffer is PP_ENOMEM.
  */
 #include "helpers.h"
-#include "testhooks.h" /* pp__alloc_fail_after */
+#include "testing/testhooks.h" /* pp__alloc_fail_after */
 #include "support/vectype.h"
 
 /* A round trip of n bytes written in chunks of chunk: the same content,

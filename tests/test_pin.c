@@ -769,7 +769,7 @@ Test(pin, hot_path_makes_no_system_call, .timeout = 60)
 
 /* ---- the hot path allocates nothing ---------------------------------------- */
 
-#include "testhooks.h" /* pp__alloc_count: every allocation pinpool makes */
+#include "testing/testhooks.h" /* pp__alloc_count: every allocation pinpool makes */
 
 /* The final unpin and the final release in the common case -- the node's
  * reclaimer is busy, not asleep -- make no system call either: the push,

@@ -1,7 +1,7 @@
 /* test_pool.c -- pool creation, options, memory limit, destroy (src/pool.c). */
 #include "helpers.h"
 
-#include "testhooks.h" /* pp__pool_is_valid, pp__lookup, the state words */
+#include "testing/testhooks.h" /* pp__pool_is_valid, pp__lookup, the state words */
 
 /* A pool is usable: a put, a pin that sees the data, a release, a drain.
  * The counting types are deleted at the end of the test (after destroy):

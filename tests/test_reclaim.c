@@ -1,7 +1,7 @@
 /* test_reclaim.c -- reclaim queues, reclaimer threads, free (src/reclaim.c). */
 #include "helpers.h"
 
-#include "testhooks.h" /* PP__LAG_SAMPLE */
+#include "testing/testhooks.h" /* PP__LAG_SAMPLE */
 
 /* ---- free runs once, never on the finalizing thread ---------------------- */
 

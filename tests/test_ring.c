@@ -8,8 +8,8 @@
 #include "helpers.h"
 #include "support/swaptest.h"
 
-#include "ring.h"
-#include "swapdev.h"
+#include "os/ring.h"
+#include "os/swapdev.h"
 
 #define BLK 4096u
 #define NREQ 8u

@@ -1,7 +1,7 @@
 /* test_scope.c -- scopes: the ledger of a task's pins (src/scope.c). */
 #include "helpers.h"
 
-#include "testhooks.h" /* pp__alloc_fail_after, pp__alloc_count, pp__alloc_fault_hook */
+#include "testing/testhooks.h" /* pp__alloc_fail_after, pp__alloc_count, pp__alloc_fault_hook */
 #include "support/steal.h"
 
 /* Puts n counted entries; refs[i] is entry i. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "helpers.h"
-#include "testhooks.h" /* pp__pool_is_valid */
+#include "testing/testhooks.h" /* pp__pool_is_valid */
 
 /* ---- exact counts after a multi-threaded run ---------------------------- */
 

@@ -1,6 +1,6 @@
 /* test_table.c -- slot tables, refs, generations, growth (src/table.c). */
 #include "helpers.h"
-#include "testhooks.h" /* pp__debug_set_gen */
+#include "testing/testhooks.h" /* pp__debug_set_gen */
 
 static int cmp_ref(const void *a, const void *b)
 {

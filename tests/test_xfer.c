@@ -23,7 +23,7 @@
 #include "support/swaptest.h"
 #include "support/faultdev.h"
 
-#include "ring.h"
+#include "os/ring.h"
 
 #define MiB ((size_t)1 << 20)
 #define KiB ((size_t)1 << 10)

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "atomics.h"
+#include "os/atomics.h"
 #include "perthread.h"
 #include "pinpool_mpi.h"
 #include "transport.h"

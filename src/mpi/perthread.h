@@ -31,7 +31,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "atomics.h"
+#include "os/atomics.h"
 
 #define PP__HINTS 64u           /* per thread: a power of two */
 #define PP__THR_CACHED 4u       /* layers whose block a thread finds without a lock */

@@ -5,7 +5,7 @@
 #include "common/statcheck.h"
 #include "common/fail.h"
 
-#include "testhooks.h"   /* PP__LAG_SAMPLE */
+#include "testing/testhooks.h"   /* PP__LAG_SAMPLE */
 
 #include <inttypes.h>
 #include <stdio.h>

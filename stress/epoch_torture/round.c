@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "testhooks.h"   /* pp__pool_is_valid */
+#include "testing/testhooks.h"   /* pp__pool_is_valid */
 
 /* Entries alive at once: the shared slots and boxes, and per thread its
  * private owners, held pins, the entry it is putting and a pin it is

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "../../tests/support/faultdev.h"   /* --faults: the fault-injecting swap device */
-#include "testhooks.h"   /* pp__alloc_fault_hook, pp__pool_create_dev */
+#include "testing/testhooks.h"   /* pp__alloc_fault_hook, pp__pool_create_dev */
 
 _Atomic int g_faults_armed;
 _Atomic uint64_t g_alloc_calls, g_alloc_faults;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "testhooks.h"   /* pp__lookup, pp__entry_t, pp__pool_is_valid */
+#include "testing/testhooks.h"   /* pp__lookup, pp__entry_t, pp__pool_is_valid */
 
 /* Per node: what the program saw of evictions and loads (typed entries). */
 typedef struct swapcnt { uint64_t evict_frees, loads; } swapcnt_t;

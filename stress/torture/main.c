@@ -92,7 +92,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "testhooks.h"   /* pp__debug_yield_set, pp__debug_hot_after */
+#include "testing/testhooks.h"   /* pp__debug_yield_set, pp__debug_hot_after */
 
 const char stress_prog[] = "torture";
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "testhooks.h"   /* pp__debug_yield_available */
+#include "testing/testhooks.h"   /* pp__debug_yield_available */
 
 unsigned g_threads = 4;
 uint64_t g_ops = 200000;

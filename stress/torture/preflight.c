@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "testhooks.h"   /* pp__swap_path */
+#include "testing/testhooks.h"   /* pp__swap_path */
 
 static void quiet_report(const char *line, void *ctx)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testhooks.h"   /* pp__debug_hot */
+#include "testing/testhooks.h"   /* pp__debug_hot */
 
 /* Pins 1..MAX_BATCH refs (borrowed slots and private owners, duplicates
  * allowed) with pp_pin_many, checks them, then drops or keeps the pins. */

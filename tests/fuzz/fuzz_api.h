@@ -23,7 +23,7 @@
 
 #include <sanitizer/common_interface_defs.h>
 
-#include "testhooks.h"   /* pinpool.h, and the test hooks pp__* */
+#include "testing/testhooks.h"   /* pinpool.h, and the test hooks pp__* */
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                    */

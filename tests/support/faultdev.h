@@ -53,8 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testhooks.h"
-#include "swapdev.h"
+#include "testing/testhooks.h"
+#include "os/swapdev.h"
 
 typedef struct faultdev {
     pp__swapdev_t dev;                   /* first: the pool sees this */

@@ -9,7 +9,7 @@
 
 #include "../helpers.h"
 
-#include "testhooks.h"   /* pp__test_point_hook, PP__TP_UNPIN_MANY_CHECKED */
+#include "testing/testhooks.h"   /* pp__test_point_hook, PP__TP_UNPIN_MANY_CHECKED */
 
 typedef struct steal {
     pp_pool_t *pool;

@@ -16,7 +16,7 @@
 
 #include "../helpers.h"   /* test_stats, Criterion */
 
-#include "testhooks.h"   /* pp__swap_path, pp__pool_is_valid */
+#include "testing/testhooks.h"   /* pp__swap_path, pp__pool_is_valid */
 
 /* $TMPDIR, else /tmp. */
 static inline const char *test_swap_parent(void)

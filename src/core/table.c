@@ -1,0 +1,213 @@
+/*
+ * table.c -- each node's table of entry slots.
+ *
+ * A table is a directory of PP__SEG_MAX segment pointers; a segment holds
+ * PP__SEG_SLOTS entries, their hot records then their cold ones (entry.h),
+ * and is mapped (on the node's memory, 2 MiB aligned, huge pages advised
+ * from the fifth on: pp__node_alloc_seg) the first time a slot in it is
+ * handed out.  Segments are installed with a CAS and
+ * never moved or freed while the pool lives, so the table grows without
+ * stopping or even slowing readers: a lookup is two dependent loads, and a
+ * lookup with any ref, stale or garbage, reads only memory that is valid.
+ *
+ * Slot allocation, fastest first:
+ *   1. the thread's magazine for the node (private list, no atomics);
+ *   2. the node's free-slot stack, taken whole (ck_stack batch pop: one
+ *      atomic exchange; ABA-free because nobody pops single entries);
+ *   3. PP__SLOT_CHUNK fresh slots from the node's bump index.
+ * The reclaimer pushes recycled slots onto the free-slot stack, one by one
+ * (ck_stack push: multi-producer safe, so exiting threads can push their
+ * magazines back too).
+ *
+ * Space: a magazine keeps what one batch pop gave it until the thread puts
+ * on that node again or exits, so a node's table holds at most its peak of
+ * live entries plus the slots parked in magazines -- each 64 bytes (16 hot,
+ * 48 cold), never data.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+int pp__table_init(pp_pool_t *pool, pp__node_t *node)
+{
+    bool bound;
+    node->dir = pp__node_alloc(pool, node->index,
+                               PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
+    if (node->dir == NULL)
+        return PP_ENOMEM;
+    pool->dir[node->index] = node->dir;
+    if (pool->swap) {
+        node->adv = pp__calloc(PP__SEG_MAX, sizeof *node->adv);
+        if (node->adv == NULL) {
+            pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+            node->dir = NULL;
+            pool->dir[node->index] = NULL;
+            return PP_ENOMEM;
+        }
+    }
+    pp__atomic_store_relaxed(&node->mem_bound, bound);
+    ck_stack_init(&node->free_slots);
+    pp__atomic_store_relaxed(&node->put.next_slot, 0);
+    return 0;
+}
+
+void pp__table_free(pp_pool_t *pool, pp__node_t *node)
+{
+    if (node->dir == NULL)
+        return;
+    for (uint32_t s = 0; s < PP__SEG_MAX; s++) {
+        pp__entry_t *seg = pp__atomic_load_relaxed(&node->dir[s]);
+        if (seg != NULL)
+            pp__node_free_seg(seg);
+    }
+    pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+    node->dir = NULL;
+    pool->dir[node->index] = NULL;
+    if (node->adv != NULL) {
+        for (uint32_t s = 0; s < PP__SEG_MAX; s++)
+            pp__free(pp__atomic_load_relaxed(&node->adv[s]));
+        pp__free((void *)node->adv);
+        node->adv = NULL;
+    }
+}
+
+/* Makes sure advice segment s of node exists (swap pools): before the
+ * entry segment, so that every entry a lookup finds has its advice. */
+static bool pp__advseg_get(pp__node_t *node, uint32_t s)
+{
+    /* acquire: pairs with the release-install below. */
+    if (node->adv == NULL || pp__atomic_load_acquire(&node->adv[s]) != NULL)
+        return true;
+    pp__advseg_t *fresh = pp__calloc(1, sizeof *fresh);
+    if (fresh == NULL)
+        return false;
+    pp__advseg_t *expected = NULL;
+    /* acq_rel: release publishes the zeroed segment (and, through the
+     * entry segment's release-install that follows, to every lookup). */
+    if (!pp__atomic_cas_strong_acq_rel(&node->adv[s], &expected, fresh))
+        pp__free(fresh);
+    return true;
+}
+
+/* Segments from this one on get huge pages (pp__node_alloc_seg).  A
+ * table's first four, 8 MiB, fit a 2048-entry TLB in 4 KiB pages anyway,
+ * while a huge page's first touch zeroes 2 MiB at once, in the put that
+ * takes its first slot, and may have the kernel compact memory: small
+ * pools, of which a process may have many, are spared that. */
+#define PP__SEG_HUGE_FROM 4u
+
+/* Makes sure segment s of node exists. */
+static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
+{
+    /* acquire: pairs with the release-install below. */
+    pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s]);
+    if (seg != NULL)
+        return seg;
+    if (!pp__advseg_get(node, s))
+        return NULL;
+    bool bound;
+    pp__entry_t *fresh = pp__node_alloc_seg(pool, node->index, s >= PP__SEG_HUGE_FROM, &bound);
+    if (fresh == NULL)
+        return NULL;
+    pp__entry_t *expected = NULL;
+    /* acq_rel: release publishes the zeroed segment to lookups; acquire (on
+     * failure) gets the winner's segment. */
+    if (!pp__atomic_cas_strong_acq_rel(&node->dir[s], &expected, fresh)) {
+        pp__node_free_seg(fresh);
+        return expected;
+    }
+    if (!bound)
+        pp__atomic_store_relaxed(&node->mem_bound, 0);   /* read only by stats */
+    return fresh;
+}
+
+/* Takes PP__SLOT_CHUNK fresh slots into the magazine. */
+static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *mag)
+{
+    uint32_t start = pp__atomic_load_relaxed(&node->put.next_slot);
+    do {
+        if (start > PP__MAX_SLOTS - PP__SLOT_CHUNK)
+            return false;   /* table full */
+    } while (!pp__atomic_cas_weak_relaxed(&node->put.next_slot, &start, start + PP__SLOT_CHUNK));
+
+    pp__entry_t *seg = pp__segment_get(pool, node, start >> PP__SEG_SHIFT);
+    if (seg == NULL)
+        return false;   /* those slots stay unused: no entry ever named them */
+    /* PP__SEG_SLOTS is a multiple of PP__SLOT_CHUNK: one segment. */
+    pp__entry_t *base = &seg[start & (PP__SEG_SLOTS - 1)];
+    for (uint32_t i = PP__SLOT_CHUNK; i-- > 0;) {
+        pp__cold_t *c = pp__cold(&base[i]);
+        c->slot = start + i;
+        c->q.link.next = mag->head;
+        mag->head = &c->q.link;
+    }
+    return true;
+}
+
+pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
+{
+    pp__node_t *node = pool->nodes[n];
+    pp__magazine_t *mag = &t->mag[n];
+    if (mag->head == NULL) {
+        /* Whole stack at once; the entries' links were written by the
+         * pushers before their CAS, which this exchange acquires. */
+        mag->head = ck_stack_batch_pop_upmc(&node->free_slots);
+        if (mag->head == NULL && !pp__slots_bump(pool, node, mag))
+            return NULL;
+    }
+    ck_stack_entry_t *s = mag->head;
+    mag->head = s->next;
+    pp__entry_t *e = pp__entry_of_link(s);
+    /* The next put's records come in meanwhile: its cold record (the next
+     * link is in it) and its hot one, both last written by the reclaimer,
+     * often on another CPU. */
+    if (mag->head != NULL) {
+        __builtin_prefetch(mag->head, 1, 3);
+        __builtin_prefetch(pp__entry_of_link(mag->head), 1, 3);
+    }
+    /* A slot handed out is free, in its node's range, in an existing segment. */
+    PP__ASSERT(!(pp__atomic_load_relaxed(&e->pw) & PP__F_LIVE));
+    PP__ASSERT(pp__cold(e)->slot < pp__atomic_load_relaxed(&node->put.next_slot));
+    PP__ASSERT(pp__lookup(pool, pp__ref_make(n, pp__cold(e)->slot, 1)) == e);
+    return e;
+}
+
+void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e)
+{
+    ck_stack_push_upmc(&pool->nodes[n]->free_slots, &pp__cold(e)->q.link);
+}
+
+void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t)
+{
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        ck_stack_entry_t *s = t->mag[n].head;
+        while (s != NULL) {
+            ck_stack_entry_t *next = s->next;
+            ck_stack_push_upmc(&pool->nodes[n]->free_slots, s);
+            s = next;
+        }
+        t->mag[n].head = NULL;
+    }
+}
+
+void pp__table_foreach(pp_pool_t *pool, unsigned n,
+                       void (*fn)(pp_pool_t *, unsigned, pp__entry_t *, void *),
+                       void *arg)
+{
+    pp__node_t *node = pool->nodes[n];
+    /* Single-threaded use (destroy, validation); acquire anyway so a caller
+     * that synchronised with the putters sees every bumped chunk. */
+    uint32_t end = pp__atomic_load_acquire(&node->put.next_slot);
+    if (end > PP__MAX_SLOTS)
+        end = PP__MAX_SLOTS;
+    for (uint32_t s = 0; s < end; s += PP__SEG_SLOTS) {
+        /* acquire: pairs with the segment's release-install. */
+        pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s >> PP__SEG_SHIFT]);
+        if (seg == NULL)
+            continue;
+        uint32_t stop = end - s < PP__SEG_SLOTS ? end - s : PP__SEG_SLOTS;
+        for (uint32_t i = 0; i < stop; i++)
+            fn(pool, n, &seg[i], arg);
+    }
+}

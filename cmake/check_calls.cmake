@@ -1,4 +1,5 @@
-# cmake/check_calls.cmake -- calls go only downward.  Run with cmake -P:
+# cmake/check_calls.cmake -- calls go only downward, and names tell their
+# scope.  Run with cmake -P:
 #   -DNM=<nm> -DORDER=<src/a.c,src/b.c,...> -DOBJECTS=<a.c.o,b.c.o,...>
 #   [-DLAYERS=<os,core,swap,reclaim,api>]
 # (Lists are comma-separated: a semicolon would split the test's command.)
@@ -58,7 +59,7 @@ function(_pp_nm out obj)
         if(line MATCHES "^([^ ]+) ([A-Za-z])")
             set(name "${CMAKE_MATCH_1}")
             set(type "${CMAKE_MATCH_2}")
-            if(type STREQUAL "U" OR type MATCHES "[TDBRV]")
+            if(type MATCHES "^[UTDBRVtdbr]$")
                 list(APPEND names "${type}:${name}")
             endif()
         endif()
@@ -66,16 +67,27 @@ function(_pp_nm out obj)
     set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
-# Where each global name is defined.
+# Where each global name is defined; and the names tell their scope: a
+# function or variable another file uses is pp__<file>_... (or pp__<file>),
+# a static one has no pp__ prefix.
+set(_bad "")
 foreach(obj IN LISTS _objs)
+    get_filename_component(base "${_src_${obj}}" NAME_WE)
     _pp_nm(syms "${obj}" --defined-only)
     foreach(s IN LISTS syms)
+        string(REGEX MATCH "^[A-Za-z]" type "${s}")
         string(REGEX REPLACE "^[A-Za-z]:" "" name "${s}")
-        set(_def_${name} "${_src_${obj}}")
+        if(type MATCHES "^[TDBRV]$")
+            set(_def_${name} "${_src_${obj}}")
+            if(name MATCHES "^pp__" AND NOT name MATCHES "^pp__${base}(_|$)")
+                list(APPEND _bad "${_src_${obj}}: ${name} is used by other files: name it pp__${base}_...")
+            endif()
+        elseif(name MATCHES "^pp__" AND NOT name MATCHES "[.]")
+            list(APPEND _bad "${_src_${obj}}: ${name} is static: drop the pp__ prefix")
+        endif()
     endforeach()
 endforeach()
 
-set(_bad "")
 set(_edges 0)
 foreach(obj IN LISTS _objs)
     set(from "${_src_${obj}}")
@@ -88,7 +100,7 @@ foreach(obj IN LISTS _objs)
         set(to "${_def_${name}}")
         math(EXPR _edges "${_edges} + 1")
         if(NOT _rank_${to} LESS _rank_${from})
-            list(APPEND _bad "${from} -> ${to} (${name})")
+            list(APPEND _bad "${from} -> ${to} (${name}): a reference up or sideways")
         endif()
     endforeach()
 endforeach()
@@ -113,8 +125,9 @@ endif()
 if(_bad)
     list(LENGTH _bad n)
     string(REPLACE ";" "\n  " text "${_bad}")
-    message(FATAL_ERROR "check_calls: ${n} reference(s) go up or sideways "
-        "(each file may call only the files listed before it):\n  ${text}")
+    message(FATAL_ERROR "check_calls: ${n} problem(s); a reference may go only "
+        "downward (each file may call only the files listed before it), a "
+        "name must tell its scope:\n  ${text}")
 endif()
 list(LENGTH _objs nobj)
-message(STATUS "check_calls: ${nobj} files, ${_edges} references between them, all downward")
+message(STATUS "check_calls: ${nobj} files, ${_edges} references between them, all downward; names tell their scope")

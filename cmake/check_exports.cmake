@@ -7,9 +7,9 @@
 #     PUBLIC does not match (pp_<word>: the API of pinpool.h and
 #     pinpool_mpi.h; never pp__, the internal prefix);
 #   - any library, shared or static, defines a test symbol at all, global
-#     or local: the test hooks (testhooks.c), the test points (checks.h,
-#     the MPI layer's layer.h), random yields (yield.c), the allocation
-#     counter and fault hooks (alloc.c), the in-process MPI transport.
+#     or local: the test hooks (testing/testhooks.c), the test points (os/checks.h,
+#     the MPI layer's layer.h), random yields (testing/yield.c), the allocation
+#     counter and fault hooks (os/alloc.c), the in-process MPI transport.
 # The tests link pinpool_testing, where these live (docs/testing.md).
 if(NOT NM)
     message(FATAL_ERROR "check_exports: NM not set")
@@ -22,7 +22,7 @@ endif()
 set(_test_names
     "pp__test_point|test_point|_debug_|debug_yield|alloc_fail|alloc_count|alloc_fault"
     "|yield_|_yield|testhook|inproc|_tp_run|pp__table_seg_slots|pp__swap_path"
-    "|^pp__allocs$|fail_countdown")
+    "|^test_allocs$|^test_fault_ctx$|fail_countdown")
 string(JOIN "" _test_names ${_test_names})
 
 set(_bad "")

@@ -12,7 +12,8 @@
 #     its first PP_API declaration before line 120;
 #   - no seeded-bug code in src/ or include/ (seeds are patches:
 #     tests/seeded/);
-#   - no write of an entry's pins word `pw` in src/ outside src/core/entry.h.
+#   - no write of an entry's pins word `pw` in src/ outside src/core/entry.h;
+#   - no static function or variable in src/ named with the pp__ prefix.
 cmake_minimum_required(VERSION 3.21)
 if(NOT DEFINED SRC_DIR)
     message(FATAL_ERROR "check_layout.cmake: SRC_DIR not given")
@@ -128,6 +129,21 @@ foreach(f ${lib})
         message(SEND_ERROR "${rel}: seeded-bug code (seeds are patches in tests/seeded/)")
         math(EXPR bad "${bad} + 1")
     endif()
+endforeach()
+# A static function or variable says so by its name: no pp__ prefix, which
+# is for what other files use (cmake/check_calls.cmake checks those).
+file(GLOB_RECURSE c_files ${SRC_DIR}/src/*.c)
+foreach(f ${c_files})
+    file(STRINGS ${f} statics REGEX "^static[^=(]*[ *]pp__[a-z0-9_]+ *[(=;[]")
+    foreach(line IN LISTS statics)
+        string(REGEX MATCH "[ *](pp__[a-z0-9_]+) *[(=;[]" hit "${line}")
+        set(name "${CMAKE_MATCH_1}")
+        if(name AND NOT name MATCHES "_t$")
+            file(RELATIVE_PATH rel ${SRC_DIR} ${f})
+            message(SEND_ERROR "${rel}: static ${name}: drop the pp__ prefix")
+            math(EXPR bad "${bad} + 1")
+        endif()
+    endforeach()
 endforeach()
 # ---- begin: only src/core/entry.h writes the pins word ----------------------
 # An entry's pins word `pw` changes only by the transitions at the end of

@@ -1,6 +1,6 @@
 /*
- * test_advise.c -- eviction advice (src/advise.c, and its use by the swap
- * thread in src/evict.c): pp_advise's errors, WONTNEED entries evicted
+ * test_advise.c -- eviction advice (src/swap/advise.c, and its use by the
+ * hand in src/swap/evict.c): pp_advise's errors, WONTNEED entries evicted
  * before any other (clean before dirty, highest slot first), a pin winning
  * over any advice, WILLNEED loading a swapped entry and sparing a resident
  * one once more, NORMAL dropping either, advice dying with its entry, and

@@ -1,5 +1,5 @@
 /*
- * test_alloc.c -- pinpool's own allocations (src/alloc.c): every one that
+ * test_alloc.c -- pinpool's own allocations (src/os/alloc.c): every one that
  * fails gives a clean PP_ENOMEM, with no partial effect and no leak (the
  * ASan build's LeakSanitizer checks each test process).
  *

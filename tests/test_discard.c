@@ -1,6 +1,7 @@
 /*
- * test_discard.c -- PP_TYPE_DISCARD (src/evict.c's drops, src/mem.c's room
- * without swap, the owner side in src/owner.c): a cache entry dropped
+ * test_discard.c -- PP_TYPE_DISCARD (src/swap/evict.c's drops,
+ * src/swap/room.c's room without swap, the owner side in src/api/owner.c
+ * and src/core/retire.c): a cache entry dropped
  * under memory pressure dies (its refs read PP_ESTALE, its free runs once
  * on its reclaimer), a pinned, escaped or NOSWAP one never goes, other
  * entries still swap as before, with and without a swap directory; a pin

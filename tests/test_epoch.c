@@ -1,4 +1,4 @@
-/* test_epoch.c -- thread registry, epoch sections, QSBR (src/epoch.c). */
+/* test_epoch.c -- thread registry, epoch sections, QSBR (src/core/epoch.c). */
 #include "helpers.h"
 
 static unsigned threads_now(pp_pool_t *pool)

@@ -1,4 +1,4 @@
-/* test_error.c -- error codes, names and messages (src/error.c). */
+/* test_error.c -- error codes, names and messages (src/os/error.c). */
 #include "helpers.h"
 
 #include <limits.h>

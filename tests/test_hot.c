@@ -1,5 +1,5 @@
 /* test_hot.c -- hot entries: sharded pin counts for contended entries
- * (src/hot.c).  Promotion and demotion are driven through pp__debug_hot so
+ * (src/core/hot.c).  Promotion and demotion are driven through pp__debug_hot so
  * every test knows the mode it checks; one test checks that contention
  * alone promotes. */
 #include "helpers.h"

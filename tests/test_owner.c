@@ -1,4 +1,4 @@
-/* test_owner.c -- put, retain, release (src/owner.c). */
+/* test_owner.c -- put, retain, release (src/api/owner.c). */
 #include "helpers.h"
 
 #include "testing/testhooks.h" /* pp__debug_set_owners */

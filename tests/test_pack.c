@@ -1,5 +1,5 @@
 /*
- * test_pack.c -- pp_type_pack and pp_type_unpack (src/swap.c): a type's
+ * test_pack.c -- pp_type_pack and pp_type_unpack (src/swap/swap.c): a type's
  * save and load run outside swap, into and out of one buffer, as the MPI
  * layer uses them to send typed entries to other ranks.  A round trip
  * gives back the same content through the type's own layout (a struct

@@ -1,4 +1,4 @@
-/* test_pin.c -- pin, unpin, pin_many, unpin_many, get, prefetch (src/pin.c). */
+/* test_pin.c -- pin, unpin, pin_many, unpin_many, get, prefetch (src/api/pin.c). */
 #include "helpers.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_pool.c -- pool creation, options, memory limit, destroy (src/pool.c). */
+/* test_pool.c -- pool creation, options, memory limit, destroy (src/api/pool.c). */
 #include "helpers.h"
 
 #include "testing/testhooks.h" /* pp__pool_is_valid, pp__lookup, the state words */

@@ -1,4 +1,5 @@
-/* test_reclaim.c -- reclaim queues, reclaimer threads, free (src/reclaim.c). */
+/* test_reclaim.c -- reclaim queues, reclaimer threads, free
+ * (src/core/retire.c, src/reclaim/reclaim.c). */
 #include "helpers.h"
 
 #include "testing/testhooks.h" /* PP__LAG_SAMPLE */

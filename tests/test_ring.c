@@ -1,5 +1,5 @@
 /*
- * test_ring.c -- io_uring under the swap device (src/ring.c): the probe,
+ * test_ring.c -- io_uring under the swap device (src/os/ring.c): the probe,
  * requests that go to the kernel together and come back with their
  * results, reads of what was written, and a device that sees each request
  * before it goes (answering some itself, shortening others) and each

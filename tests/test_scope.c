@@ -1,4 +1,4 @@
-/* test_scope.c -- scopes: the ledger of a task's pins (src/scope.c). */
+/* test_scope.c -- scopes: the ledger of a task's pins (src/api/scope.c). */
 #include "helpers.h"
 
 #include "testing/testhooks.h" /* pp__alloc_fail_after, pp__alloc_count, pp__alloc_fault_hook */

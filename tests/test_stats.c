@@ -1,4 +1,4 @@
-/* test_stats.c -- pp_stat, pp_pool_stats and pp_node_stats (src/stats.c). */
+/* test_stats.c -- pp_stat, pp_pool_stats and pp_node_stats (src/api/stats.c). */
 #include <pinpool_stats.h> /* first: it compiles on its own */
 
 #include <limits.h>

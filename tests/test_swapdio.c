@@ -346,7 +346,7 @@ static void vma_flags(const void *p, char *flags, size_t n)
 
 /* A load of PP__HUGE bytes or more reads into memory aligned to a huge
  * page and advised MADV_HUGEPAGE (VmFlags "hg"): one fault where 4 KiB
- * pages take 512 (src/alloc.c, pp__io_alloc).  The advice is looked
+ * pages take 512 (src/os/alloc.c, pp__alloc_io).  The advice is looked
  * for only where the kernel has transparent huge pages: without them
  * madvise refuses it (EINVAL, a hint the pool ignores), and the alignment
  * is what the pool still promises. */

@@ -1,4 +1,4 @@
-/* test_table.c -- slot tables, refs, generations, growth (src/table.c). */
+/* test_table.c -- slot tables, refs, generations, growth (src/core/table.c). */
 #include "helpers.h"
 #include "testing/testhooks.h" /* pp__debug_set_gen */
 

@@ -1,4 +1,4 @@
-/* test_topology.c -- node domains from hwloc topologies (src/topology.c). */
+/* test_topology.c -- node domains from hwloc topologies (src/core/topology.c). */
 #include "helpers.h"
 
 #include <dirent.h>

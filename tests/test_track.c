@@ -1,4 +1,4 @@
-/* test_track.c -- pin-leak tracking and reports (src/track.c). */
+/* test_track.c -- pin-leak tracking and reports (src/core/track.c). */
 #include "helpers.h"
 
 static pp_pool_t *tracked_pool(report_cap_t *rep, unsigned flags)

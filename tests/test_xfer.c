@@ -1,5 +1,5 @@
 /*
- * test_xfer.c -- the io_uring engine (src/xfer.c, src/ring.c): which
+ * test_xfer.c -- the io_uring engine (src/swap/xfer.c, src/os/ring.c): which
  * engine a pool runs and why, the options and the environment variable
  * that choose it and their errors, write-outs handed to the kernel
  * together (and never more than the depth allows), queued loads kept

@@ -10,7 +10,7 @@
 /* pin.c -- every pin path (fast, full, slow, after a load), unpin, their
  * batched forms, escaped access, prefetch. */
 /* An unpin by thread t, tracked if the pool tracks pins. */
-int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
+int pp__pin_unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
 /* The slow path of a pin, get or pin_many: the entry is not resident, or a
  * write pin met an eviction in progress.  Pins (pin true) or makes
  * resident (pin false), loading it if needed (load.c).  0 or an error, as

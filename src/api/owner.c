@@ -3,7 +3,7 @@
  * The transitions are drawn in entry.h.
  *
  * A PP_TYPE_DISCARD entry may also die without a release: the hand that
- * drops it (evict.c, pp__evict_drop) makes its pins word DEAD first and
+ * drops it (evict.c, evict_drop) makes its pins word DEAD first and
  * takes its owners after.  So retains and releases check the pins word
  * too, and refuse a dead entry whatever its owners word still says: from
  * the drop's CAS on they fail as for any dead entry.
@@ -31,7 +31,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
         if (n >= pool->nnodes)
             return PP_EINVAL;
     } else {
-        n = pp__current_node(pool, t);
+        n = pp__topology_current_node(pool, t);
     }
     /* The backlog first, so that a put waiting for it holds no reservation
      * (relaxed: a threshold; the line is the one the put writes below).
@@ -50,7 +50,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
                                          : pp__room_reserve(pool, size);
     if (rc != 0)
         return rc;
-    pp__entry_t *e = pp__slot_alloc(pool, n, t);
+    pp__entry_t *e = pp__table_slot_alloc(pool, n, t);
     if (e == NULL) {
         pp__mem_unreserve(pool, size);
         return PP_ENOMEM;
@@ -58,7 +58,7 @@ int pp_put(pp_pool_t *pool, void *data, size_t size, const pp_type_t *type,
     /* Evictable: written out (a swappable type, with swap) or dropped (a
      * DISCARD type, with a limit, swap or not). */
     bool drop = pp__droppable(pool, type, size);
-    uint64_t noswap = !drop && (!pool->swap || size == 0 || !pp__type_swappable(type))
+    uint64_t noswap = !drop && (!pool->swap || size == 0 || !pp__swap_type_ok(type))
                           ? PP__F_NOSWAP : 0;
     if (drop)
         pp__atomic_add_relaxed(&pool->discard_entries, 1);   /* the reclaimer takes it off */
@@ -128,7 +128,7 @@ int pp_release(pp_pool_t *pool, pp_ref_t ref)
     unsigned n = pp_ref_node(ref);
     pp__counter_add(&t->count[n].releases, 1);
     if (pp__ow_owners(ow) == 1)
-        pp__entry_kill(pool, n, e, gen, t);
+        pp__retire_kill(pool, n, e, gen, t);
     return 0;
 }
 

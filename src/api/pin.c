@@ -12,21 +12,21 @@
 
 #define PP__PIN_FLAGS (PP_PIN_WRITE | PP_PIN_NOWAIT)
 
-static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                pp__thread_t *t, bool count);
+static inline int unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                            pp__thread_t *t, bool count);
 
 /* A pin whose CAS failed pool->hot_after times: the entry is contended,
  * try to make it HOT (hot.c). */
-static PP__COLD void pp__pin_contended(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
+static PP__COLD void pin_contended(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
     pp__hot_promote(pool, pp_ref_node(ref), e, pp_ref_gen(ref));
 }
 
 /* The pin on the word; returns 0, an error, PP__SLOW (the caller takes
- * pp__pin_slow) or PP__HOT (the caller takes pp__pin_when_hot), nothing
+ * pp__pin_slow) or PP__HOT (the caller takes pin_when_hot), nothing
  * done unless 0; *data set on success. */
-static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                  unsigned flags, void **data, unsigned fails)
+static inline int pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                              unsigned flags, void **data, unsigned fails)
 {
     uint32_t gen = pp_ref_gen(ref);
     uint64_t bits = pp__pin_bits(flags);
@@ -34,7 +34,7 @@ static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
     /* The fast path's failed CAS counts (pp_pin_loc). */
     if (PP__UNLIKELY(fails != 0 && fails >= pool->hot_after && pool->hot_after != 0))
-        pp__pin_contended(pool, e, ref);
+        pin_contended(pool, e, ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     do {
         if (PP__UNLIKELY(!pp__pw_alive(pw, gen)))
@@ -49,7 +49,7 @@ static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (pp__pw_try_pin(e, &pw, bits))
             break;
         if (PP__UNLIKELY(++fails == pool->hot_after)) {
-            pp__pin_contended(pool, e, ref);
+            pin_contended(pool, e, ref);
             pw = pp__atomic_load_relaxed(&e->pw);
         }
     } while (true);
@@ -58,12 +58,12 @@ static inline int pp__pin_on_word(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
     return 0;
 }
 
-/* The pin of an entry that pp__pin_on_word found HOT: one CAS on the
+/* The pin of an entry that pin_on_word found HOT: one CAS on the
  * thread's cached shard, else pp__hot_pin (on the word if it is no longer
  * HOT).  Out of line, so the cold paths keep few registers. */
-static PP__NOINLINE int pp__pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                         unsigned flags, unsigned hflags, pp__thread_t *t,
-                                         void **data)
+static PP__NOINLINE int pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                     unsigned flags, unsigned hflags, pp__thread_t *t,
+                                     void **data)
 {
     /* The cached shard serves the ref's own entry only: a stale ref goes
      * to pp__hot_pin, which refuses it. */
@@ -78,7 +78,7 @@ static PP__NOINLINE int pp__pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref
     while (rc == PP__HOT) {
         rc = pp__hot_pin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), hflags, t, data);
         if (rc == PP__RETRY)
-            rc = pp__pin_on_word(pool, e, ref, flags, data, 0);
+            rc = pin_on_word(pool, e, ref, flags, data, 0);
     }
     return rc;
 }
@@ -87,13 +87,13 @@ static PP__NOINLINE int pp__pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref
  * the flags the hot path sees: with PP_PIN_WRITE it demotes the entry, and
  * the pin is taken on the word (pp_pin_many pins without PP_PIN_WRITE on
  * the word, but must not pin a written entry hot). */
-static inline int pp__pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                              unsigned flags, unsigned hflags, pp__thread_t *t,
-                              void **data, unsigned fails)
+static inline int pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                          unsigned flags, unsigned hflags, pp__thread_t *t,
+                          void **data, unsigned fails)
 {
-    int rc = pp__pin_on_word(pool, e, ref, flags, data, fails);
+    int rc = pin_on_word(pool, e, ref, flags, data, fails);
     if (PP__UNLIKELY(rc == PP__HOT))
-        rc = pp__pin_when_hot(pool, e, ref, flags, hflags, t, data);
+        rc = pin_when_hot(pool, e, ref, flags, hflags, t, data);
     return rc;
 }
 
@@ -136,7 +136,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
                 continue;
             /* pw: the word pinned, whose EVICTING the pin kept. */
             if ((flags & PP_PIN_WRITE) && (pw & PP__F_EVICTING))
-                pp__evict_wait(pool, n, e);
+                pp__ioend_wait_evict(pool, n, e);
             if (data != NULL)
                 *data = e->data;
             return 0;
@@ -148,7 +148,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
                 pp__atomic_add_relaxed(&node->sw.load_waits, 1);
                 waited = true;
             }
-            ck_ec32_wait(&node->sw.io_done, &pp__ec_mode, seen, NULL);
+            ck_ec32_wait(&node->sw.io_done, &pp__wait_ec_mode, seen, NULL);
             continue;
         }
         if (flags & PP_PIN_NOWAIT) {
@@ -170,9 +170,9 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
 /* Every pin that the fast path below does not finish: the full checks,
  * tracking, the first call of a thread, loads.  The fast path has had no
  * effect when it comes here; fails: its CASes that failed (contention). */
-static PP__COLD int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
-                                     void **data, const char *file, int line,
-                                     unsigned fails)
+static PP__COLD int pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                 void **data, const char *file, int line,
+                                 unsigned fails)
 {
     if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0))
         return PP_EINVAL;
@@ -186,7 +186,7 @@ static PP__COLD int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
      * would leave DIRTY (a write pin) and any load it made. */
     if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0)
         return PP_ENOMEM;
-    rc = pp__pin_any(pool, e, ref, flags, flags, t, data, fails);
+    rc = pin_any(pool, e, ref, flags, flags, t, data, fails);
     if (PP__UNLIKELY(rc == PP__SLOW))
         rc = pp__pin_slow(pool, e, ref, flags, true, data);
     if (PP__UNLIKELY(rc != 0)) {
@@ -201,8 +201,8 @@ static PP__COLD int pp__pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
 /* The fast paths' prologue: the entry a ref names and the calling thread's
  * record, if the pool does not track pins and the thread is the one it saw
  * last; false: take the full way. */
-static inline bool pp__fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
-                                  pp__thread_t **t)
+static inline bool fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
+                              pp__thread_t **t)
 {
     if (PP__UNLIKELY(pool == NULL || pool->track))
         return false;
@@ -213,11 +213,11 @@ static inline bool pp__fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e
 
 /* A pin that the fast path found HOT: one CAS on the thread's cached shard
  * (pp__hot_cached), else the full way.  Tracking is off here.  It repeats
- * the first lines of pp__pin_when_hot on purpose: going through pp__pin_when_hot
+ * the first lines of pin_when_hot on purpose: going through pin_when_hot
  * (its retry loop, the register saves) cost 30% at 2 threads on one hot
- * entry (pinbench hot, 146 against 209 Mops/s); so does pp__unpin_fast_when_hot. */
-static PP__NOINLINE int pp__pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
-                                              pp_ref_t ref, unsigned flags, void **data)
+ * entry (pinbench hot, 146 against 209 Mops/s); so does unpin_fast_when_hot. */
+static PP__NOINLINE int pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
+                                          pp_ref_t ref, unsigned flags, void **data)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (!(flags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
@@ -227,7 +227,7 @@ static PP__NOINLINE int pp__pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, p
         pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
         return 0;
     }
-    return pp__pin_full(pool, ref, flags, data, NULL, 0, 0);
+    return pin_full(pool, ref, flags, data, NULL, 0, 0);
 }
 
 int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
@@ -239,11 +239,11 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
      * finish goes the full way, which starts over (nothing was done). */
     pp__entry_t *e;
     pp__thread_t *t;
-    if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0 || !pp__fast_begin(pool, ref, &e, &t)))
+    if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0 || !fast_begin(pool, ref, &e, &t)))
         goto full;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (PP__UNLIKELY(pw & PP__F_HOT))
-        return pp__pin_fast_when_hot(pool, e, t, ref, flags, data);
+        return pin_fast_when_hot(pool, e, t, ref, flags, data);
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
     if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
                      (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
@@ -255,13 +255,13 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
     /* One try: a failed CAS (contention) goes the full way, which counts
      * failures and may make the entry hot. */
     if (PP__UNLIKELY(!pp__pw_try_pin(e, &pw, bits)))
-        return pp__pin_full(pool, ref, flags, data, file, line, 1);
+        return pin_full(pool, ref, flags, data, file, line, 1);
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
     pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
     return 0;
 full:
-    return pp__pin_full(pool, ref, flags, data, file, line, 0);
+    return pin_full(pool, ref, flags, data, file, line, 0);
 }
 
 #undef pp_pin
@@ -273,7 +273,7 @@ int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
 /* The unpin of a dead entry (its last owner is gone), off the fast path:
  * the last pin queues it for its reclaimer, or, with an I/O in flight,
  * leaves it to whoever ends that I/O (counted in dead_in_io first). */
-static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+static PP__NOINLINE int unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                       pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
@@ -296,15 +296,15 @@ static PP__NOINLINE int pp__unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t
         pp__counter_add(&t->count[n].unpins, 1);
     if (next & PP__F_QUEUED) {
         PP__YIELD(UNPIN);
-        pp__reclaim_push(pool, n, e, t);
+        pp__retire_push(pool, n, e, t);
     }
     return 0;
 }
 
-/* The unpin of an entry found HOT (out of line, as pp__pin_when_hot): 0, an
+/* The unpin of an entry found HOT (out of line, as pin_when_hot): 0, an
  * error, or PP__RETRY (no longer HOT: unpin on the word). */
-static PP__NOINLINE int pp__unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                           pp__thread_t *t, uint64_t pw)
+static PP__NOINLINE int unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                                       pp__thread_t *t, uint64_t pw)
 {
     if (pp__hot_cached(t, e, pw, -1, 0))
         return 0;
@@ -313,8 +313,8 @@ static PP__NOINLINE int pp__unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_r
 
 /* The unpin transition, without argument checks or tracking; count is
  * false when undoing a pin the caller never saw succeed. */
-static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
-                                pp__thread_t *t, bool count)
+static inline int unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
+                            pp__thread_t *t, bool count)
 {
     uint32_t gen = pp_ref_gen(ref);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
@@ -322,7 +322,7 @@ static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
         if (PP__UNLIKELY(pp__word_gen(pw) != gen || !(pw & PP__F_LIVE)))
             return PP_ESTALE;
         if (PP__UNLIKELY(pw & PP__F_HOT)) {
-            int rc = pp__unpin_when_hot(pool, e, ref, t, pw);
+            int rc = unpin_when_hot(pool, e, ref, t, pw);
             if (rc != PP__RETRY) {
                 if (rc == 0 && count)
                     pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
@@ -336,7 +336,7 @@ static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
              * is stale, whatever pins it once had. */
             return (pw & PP__F_DEAD) ? PP_ESTALE : PP_ENOTPINNED;
         if (PP__UNLIKELY(pw & PP__F_DEAD))
-            return pp__unpin_dead(pool, e, ref, t, count);
+            return unpin_dead(pool, e, ref, t, count);
         PP__YIELD(UNPIN);
         if (pp__pw_try_unpin(e, &pw))
             break;
@@ -346,61 +346,61 @@ static inline int pp__unpin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
     return 0;
 }
 
-int pp__unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
+int pp__pin_unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
 {
     pp__entry_t *e = pp__lookup(pool, ref);
     if (PP__UNLIKELY(e == NULL))
         return PP_ESTALE;
-    int rc = pp__unpin_any(pool, e, ref, t, true);
+    int rc = unpin_any(pool, e, ref, t, true);
     if (PP__UNLIKELY(pool->track) && rc == 0)
         pp__track_unpin(pool, t, ref);
     return rc;
 }
 
-static PP__COLD int pp__unpin_full(pp_pool_t *pool, pp_ref_t ref)
+static PP__COLD int unpin_full(pp_pool_t *pool, pp_ref_t ref)
 {
     if (PP__UNLIKELY(pool == NULL))
         return PP_EINVAL;
     pp__thread_t *t = pp__thread_get(pool);
     if (PP__UNLIKELY(t == NULL))
         return PP_ENOMEM;
-    return pp__unpin(pool, ref, t);
+    return pp__pin_unpin(pool, ref, t);
 }
 
 /* An unpin that the fast path found HOT: one CAS on the thread's cached
  * shard, else the full way.  Tracking is off here. */
-static PP__NOINLINE int pp__unpin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
-                                                pp_ref_t ref, uint64_t pw)
+static PP__NOINLINE int unpin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
+                                            pp_ref_t ref, uint64_t pw)
 {
     if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_cached(t, e, pw, -1, 0)) {
         pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
         return 0;
     }
-    return pp__unpin_full(pool, ref);
+    return unpin_full(pool, ref);
 }
 
 int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
 {
     /* The fast path, as in pp_pin_loc: a live cold entry that holds a pin;
-     * a dead one (the final unpin) goes straight to pp__unpin_dead. */
+     * a dead one (the final unpin) goes straight to unpin_dead. */
     pp__entry_t *e;
     pp__thread_t *t;
-    if (PP__UNLIKELY(!pp__fast_begin(pool, ref, &e, &t)))
+    if (PP__UNLIKELY(!fast_begin(pool, ref, &e, &t)))
         goto full;
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (PP__UNLIKELY(pw & PP__F_HOT))
-        return pp__unpin_fast_when_hot(pool, e, t, ref, pw);
+        return unpin_fast_when_hot(pool, e, t, ref, pw);
     if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) ||
                      pp__pw_pins(pw) == 0 || PP__YIELD_ON(UNPIN)))
         goto full;
     if (PP__UNLIKELY(pw & PP__F_DEAD))
-        return pp__unpin_dead(pool, e, ref, t, true);
+        return unpin_dead(pool, e, ref, t, true);
     if (PP__UNLIKELY(!pp__pw_try_unpin(e, &pw)))
         goto full;
     pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
     return 0;
 full:
-    return pp__unpin_full(pool, ref);
+    return unpin_full(pool, ref);
 }
 
 /* Batches take their entries PP__BATCH at a time: every record of a chunk
@@ -412,8 +412,8 @@ full:
 
 /* The records refs[0..m) name, each prefetched for write; false at the
  * first ref that names no slot (*bad: its index). */
-static inline bool pp__batch_find(pp_pool_t *pool, const pp_ref_t *refs, size_t m,
-                                  pp__entry_t **e, size_t *bad)
+static inline bool batch_find(pp_pool_t *pool, const pp_ref_t *refs, size_t m,
+                              pp__entry_t **e, size_t *bad)
 {
     for (size_t i = 0; i < m; i++) {
         e[i] = pp__lookup(pool, refs[i]);
@@ -427,12 +427,12 @@ static inline bool pp__batch_find(pp_pool_t *pool, const pp_ref_t *refs, size_t 
 }
 
 /* Drops the first k pins taken by pp_pin_many_loc, uncounted. */
-static void pp__pin_many_undo(pp_pool_t *pool, const pp_ref_t *refs, size_t k,
-                              pp__thread_t *t)
+static void pin_many_undo(pp_pool_t *pool, const pp_ref_t *refs, size_t k,
+                          pp__thread_t *t)
 {
     while (k-- > 0) {
         pp__entry_t *e = pp__lookup(pool, refs[k]);
-        PP__CHECK(e != NULL && pp__unpin_any(pool, e, refs[k], t, false) == 0);
+        PP__CHECK(e != NULL && unpin_any(pool, e, refs[k], t, false) == 0);
     }
 }
 
@@ -440,7 +440,7 @@ static void pp__pin_many_undo(pp_pool_t *pool, const pp_ref_t *refs, size_t k,
  * so they overlap instead of running one after the other.  0, PP_ESTALE
  * (before any load starts, if a ref is stale at the first look), or
  * PP_EAGAIN (NOWAIT, something is not resident: its load is started). */
-static int pp__pin_many_loads(pp_pool_t *pool, const pp_ref_t *refs, size_t n, unsigned flags)
+static int pin_many_loads(pp_pool_t *pool, const pp_ref_t *refs, size_t n, unsigned flags)
 {
     bool all_resident = true;
     for (size_t i = 0; i < n; i++) {
@@ -463,26 +463,26 @@ static int pp__pin_many_loads(pp_pool_t *pool, const pp_ref_t *refs, size_t n, u
 /* Step 1 of pp_pin_many_loc: pins refs[0..n) without marking anything
  * dirty (f has WPIN for DIRTY), chunk by chunk; on failure drops what it
  * pinned and returns the error. */
-static int pp__pin_many_take(pp_pool_t *pool, const pp_ref_t *refs, size_t n, unsigned f,
-                             unsigned flags, void **data, pp__thread_t *t)
+static int pin_many_take(pp_pool_t *pool, const pp_ref_t *refs, size_t n, unsigned f,
+                         unsigned flags, void **data, pp__thread_t *t)
 {
     for (size_t base = 0; base < n; base += PP__BATCH) {
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
         pp__entry_t *e[PP__BATCH];
         size_t bad = m;
         /* The records of the chunk up to the first that names no slot. */
-        bool found = pp__batch_find(pool, refs + base, m, e, &bad);
+        bool found = batch_find(pool, refs + base, m, e, &bad);
         for (size_t i = 0; i < m; i++) {
             size_t k = base + i;
             void **d = data != NULL ? &data[k] : NULL;
             /* Every prefetched record is validated like any other: its
              * pins word against the ref's generation, in the CAS. */
             int rc = !found && i == bad ? PP_ESTALE
-                                        : pp__pin_any(pool, e[i], refs[k], f, flags, t, d, 0);
+                                        : pin_any(pool, e[i], refs[k], f, flags, t, d, 0);
             if (PP__UNLIKELY(rc == PP__SLOW))
                 rc = pp__pin_slow(pool, e[i], refs[k], f, true, d);
             if (PP__UNLIKELY(rc != 0)) {
-                pp__pin_many_undo(pool, refs, k, t);
+                pin_many_undo(pool, refs, k, t);
                 return rc;
             }
             /* The caller is about to read the data: its first line comes
@@ -507,7 +507,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         flags |= PP_PIN_NOWAIT;          /* docs/api.md, "Callbacks" */
     /* 0. With swap: the loads of the batch, overlapped. */
     if (pool->swap) {
-        int rc = pp__pin_many_loads(pool, refs, n, flags);
+        int rc = pin_many_loads(pool, refs, n, flags);
         if (rc != 0)
             return rc;
     }
@@ -515,7 +515,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
      * trace (counts, flags), so the effects come only after all succeeded.
      * WPIN (not DIRTY) already: no promotion while we may write. */
     unsigned f = (flags & ~PP_PIN_WRITE) | ((flags & PP_PIN_WRITE) ? PP__PIN_WPIN : 0);
-    int rc = pp__pin_many_take(pool, refs, n, f, flags, data, t);
+    int rc = pin_many_take(pool, refs, n, f, flags, data, t);
     if (rc != 0)
         return rc;
     PP__YIELD(PIN);
@@ -524,7 +524,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
     if ((flags & PP_PIN_WRITE) && (flags & PP_PIN_NOWAIT)) {
         for (size_t i = 0; i < n; i++) {
             if (pp__atomic_load_relaxed(&pp__lookup(pool, refs[i])->pw) & PP__F_EVICTING) {
-                pp__pin_many_undo(pool, refs, n, t);
+                pin_many_undo(pool, refs, n, t);
                 return PP_EAGAIN;
             }
         }
@@ -535,7 +535,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
             if (pp__track_pin(pool, t, refs[i], file, line) != 0) {
                 while (i-- > 0)
                     pp__track_unpin(pool, t, refs[i]);
-                pp__pin_many_undo(pool, refs, n, t);
+                pin_many_undo(pool, refs, n, t);
                 return PP_ENOMEM;
             }
         }
@@ -546,7 +546,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
             pp__entry_t *e = pp__lookup(pool, refs[i]);
             uint64_t old = pp__pw_mark_dirty(e);
             if (old & PP__F_EVICTING)
-                pp__evict_wait(pool, pp_ref_node(refs[i]), e);
+                pp__ioend_wait_evict(pool, pp_ref_node(refs[i]), e);
         }
         pp__counter_add(&t->count[pp_ref_node(refs[i])].pins, 1);
     }
@@ -563,7 +563,7 @@ int pp_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
 /* The exact check of pp_unpin_many for refs[i], whose record is e and
  * which appears times times in the batch: 0 if its entry holds at least
  * that many pins, else PP_ENOTPINNED or PP_ESTALE. */
-static int pp__unpin_many_check(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, size_t times)
+static int unpin_many_check(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, size_t times)
 {
     unsigned node = pp_ref_node(ref);
     uint64_t pw;
@@ -589,8 +589,8 @@ static int pp__unpin_many_check(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, s
  * each distinct ref must hold as many pins as it appears in the whole
  * batch (quadratic in n, without allocating: n is a task's inputs, a
  * handful). */
-static int pp__unpin_many_chunk(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t base,
-                                size_t m, pp__entry_t **e)
+static int unpin_many_chunk(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t base,
+                            size_t m, pp__entry_t **e)
 {
     for (size_t i = base; i < base + m; i++) {
         size_t times = 0;
@@ -603,7 +603,7 @@ static int pp__unpin_many_chunk(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         }
         if (!first)
             continue;
-        int rc = pp__unpin_many_check(pool, e[i - base], refs[i], times);
+        int rc = unpin_many_check(pool, e[i - base], refs[i], times);
         if (rc != 0)
             return rc;
     }
@@ -625,10 +625,10 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
     for (size_t base = 0; base < n; base += PP__BATCH) {
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
         size_t bad = m;
-        bool found = pp__batch_find(pool, refs + base, m, e, &bad);
+        bool found = batch_find(pool, refs + base, m, e, &bad);
         /* The refs before one that names no slot are checked first: the
          * error returned is the first failing ref's, in order. */
-        int rc = pp__unpin_many_chunk(pool, refs, n, base, found ? m : bad, e);
+        int rc = unpin_many_chunk(pool, refs, n, base, found ? m : bad, e);
         if (rc != 0)
             return rc;
         if (!found)
@@ -639,12 +639,12 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
         size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
         size_t bad;
         /* Found again (the check found them all): in cache now. */
-        PP__CHECK(pp__batch_find(pool, refs + base, m, e, &bad));
+        PP__CHECK(batch_find(pool, refs + base, m, e, &bad));
         for (size_t i = 0; i < m; i++) {
             /* Can fail only if another thread dropped one of our pins
              * since the check: the call stops there, so the caller knows
              * which pins are still its own (*done). */
-            int rc = pp__unpin_any(pool, e[i], refs[base + i], t, true);
+            int rc = unpin_any(pool, e[i], refs[base + i], t, true);
             if (PP__UNLIKELY(rc != 0)) {
                 if (done != NULL)
                     *done = base + i + 1;
@@ -672,7 +672,7 @@ int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)
 again:
     /* The section keeps the slot from being recycled between the check of
      * the state word and the read of e->data. */
-    pp__section_enter(t);
+    pp__epoch_enter(t);
     PP__YIELD(PIN);
     /* acquire: pairs with the putter's release, so e->data is initialised
      * when the generation matches (also when ESCAPED is already set and no
@@ -700,7 +700,7 @@ again:
         *data = e->data;
         pp__counter_add(&t->count[pp_ref_node(ref)].gets, 1);
     }
-    pp__section_leave(t);
+    pp__epoch_leave(t);
     if (rc == PP__SLOW) {
         /* Swapped: load it (outside the section), then escape it. */
         rc = pp__pin_slow(pool, e, ref, 0, false, NULL);
@@ -709,7 +709,7 @@ again:
         goto again;
     }
     if (rc == 0 && (pw & PP__F_EVICTING))
-        pp__evict_wait(pool, pp_ref_node(ref), e);   /* the caller may write */
+        pp__ioend_wait_evict(pool, pp_ref_node(ref), e);   /* the caller may write */
     return rc;
 }
 
@@ -742,7 +742,7 @@ int pp_advise(pp_pool_t *pool, pp_ref_t ref, unsigned advice)
         return 0;                        /* nothing is ever evicted */
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
     uint32_t slot = pp_ref_slot(ref);    /* the ref's, not the cold record's: no ordering needed */
-    pp__advice_set(node, slot, pp_ref_gen(ref), advice);
+    pp__advise_set(node, slot, pp_ref_gen(ref), advice);
     if (advice == PP_ADVISE_WILLNEED && !(pw & PP__F_RESIDENT))
         return pp__load_start(pool, e, ref);
     return 0;

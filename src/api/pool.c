@@ -13,23 +13,23 @@
 
 #define PP__POOL_FLAGS (PP_TRACK_PINS | PP_SWAP_COMPRESS | PP_SWAP_DIRECT)
 
-static _Atomic uint64_t pp__next_serial = 1;
+static _Atomic uint64_t next_serial = 1;
 
-static pp__node_t *pp__node_new(pp_pool_t *pool, unsigned n)
+static pp__node_t *node_new(pp_pool_t *pool, unsigned n)
 {
     bool bound;
-    pp__node_t *node = pp__node_alloc(pool, n, sizeof *node, &bound);
+    pp__node_t *node = pp__topology_node_alloc(pool, n, sizeof *node, &bound);
     if (node == NULL)
         return NULL;
     node->pool = pool;
     node->index = n;
     if (pp__table_init(pool, node) != 0) {
-        pp__node_free(pool, node, sizeof *node);
+        pp__topology_node_free(pool, node, sizeof *node);
         return NULL;
     }
     if (pp__hot_init(pool, node) != 0) {
         pp__table_free(pool, node);
-        pp__node_free(pool, node, sizeof *node);
+        pp__topology_node_free(pool, node, sizeof *node);
         return NULL;
     }
     if (!bound)
@@ -38,7 +38,7 @@ static pp__node_t *pp__node_new(pp_pool_t *pool, unsigned n)
 }
 
 /* Frees everything; stops the swap threads and reclaimers if running. */
-static void pp__pool_free(pp_pool_t *pool)
+static void pool_free(pp_pool_t *pool)
 {
     pp__swapper_stop(pool);
     pp__reclaim_stop(pool);
@@ -50,14 +50,14 @@ static void pp__pool_free(pp_pool_t *pool)
             continue;
         pp__hot_free(pool, node);
         pp__table_free(pool, node);
-        pp__node_free(pool, node, sizeof *node);
+        pp__topology_node_free(pool, node, sizeof *node);
         pool->nodes[n] = NULL;
     }
-    pp__threads_free(pool);
+    pp__thread_free_all(pool);
     pp__track_free(pool);
     sem_destroy(&pool->started);
     pp__topology_free(pool);
-    pp__free(pool);
+    pp__alloc_free(pool);
 }
 
 int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
@@ -86,17 +86,17 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     }
     *out = NULL;
 
-    pp_pool_t *pool = pp__aligned_alloc(PP__CACHELINE, sizeof *pool);
+    pp_pool_t *pool = pp__alloc_aligned(PP__CACHELINE, sizeof *pool);
     if (pool == NULL) {
         if (dev != NULL)
             dev->close(dev);
         return PP_ENOMEM;
     }
-    pool->serial = pp__atomic_add_relaxed(&pp__next_serial, 1);
+    pool->serial = pp__atomic_add_relaxed(&next_serial, 1);
     pool->hot_after = 2;
     pool->mem_limit = opt->mem_limit;
     pool->swap = swap;
-    pool->dev = dev;                     /* closed by pp__pool_free from here on */
+    pool->dev = dev;                     /* closed by pool_free from here on */
     pool->compress = swap && (opt->flags & PP_SWAP_COMPRESS) != 0;
     pool->swap_limit = opt->swap_limit;
     pool->high_wm = opt->mem_limit - opt->mem_limit / 16;
@@ -109,38 +109,38 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     pool->track = (opt->flags & PP_TRACK_PINS) != 0 ||
                   (env != NULL && strcmp(env, "1") == 0);
 
-    /* Locks and semaphore first, so pp__pool_free can always run. */
+    /* Locks and semaphore first, so pool_free can always run. */
     if (pthread_mutex_init(&pool->track_lock, NULL) != 0) {
         if (dev != NULL)
             dev->close(dev);
-        pp__free(pool);
+        pp__alloc_free(pool);
         return PP_ENOMEM;
     }
     if (pp__epoch_init(pool) != 0) {
         pthread_mutex_destroy(&pool->track_lock);
         if (dev != NULL)
             dev->close(dev);
-        pp__free(pool);
+        pp__alloc_free(pool);
         return PP_ENOMEM;
     }
     if (sem_init(&pool->started, 0, 0) != 0) {
-        pp__threads_free(pool);
+        pp__thread_free_all(pool);
         pthread_mutex_destroy(&pool->track_lock);
         if (dev != NULL)
             dev->close(dev);
-        pp__free(pool);
+        pp__alloc_free(pool);
         return PP_ENOMEM;
     }
 
     int rc = pp__topology_load(pool, opt->topology);
     if (rc != 0) {
-        pp__pool_free(pool);
+        pool_free(pool);
         return rc;
     }
     for (unsigned n = 0; n < pool->nnodes; n++) {
-        pool->nodes[n] = pp__node_new(pool, n);
+        pool->nodes[n] = node_new(pool, n);
         if (pool->nodes[n] == NULL) {
-            pp__pool_free(pool);
+            pool_free(pool);
             return PP_ENOMEM;
         }
     }
@@ -149,7 +149,7 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
         if (rc == 0)
             rc = pp__xfer_open(pool, opt);   /* the I/O engine */
         if (rc != 0) {
-            pp__pool_free(pool);
+            pool_free(pool);
             return rc;
         }
     }
@@ -158,10 +158,10 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     if (rc == 0)
         rc = pp__swapper_start(pool);
     if (rc != 0) {
-        pp__pool_free(pool);
+        pool_free(pool);
         return rc;
     }
-    pp__registry_add(pool);
+    pp__thread_registry_add(pool);
     *out = pool;
     return 0;
 }
@@ -172,7 +172,7 @@ struct pp__pinned_scan {
     size_t pinned;
 };
 
-static void pp__find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
+static void find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
     struct pp__pinned_scan *scan = arg;
     /* acquire: pairs with the putter's release (slot field initialised). */
@@ -205,15 +205,15 @@ int pp_pool_destroy(pp_pool_t *pool)
     /* Refuse while anything is pinned; the pool stays intact. */
     struct pp__pinned_scan scan = {0};
     for (unsigned n = 0; n < pool->nnodes; n++)
-        pp__table_foreach(pool, n, pp__find_pinned, &scan);
+        pp__table_foreach(pool, n, find_pinned, &scan);
     if (scan.pinned != 0) {
         pp__report(pool, "pinpool: destroy refused: %zu entr%s still pinned",
                    scan.pinned, scan.pinned == 1 ? "y is" : "ies are");
         return PP_EBUSY;
     }
 
-    pp__registry_remove(pool);     /* exiting threads no longer touch it */
-    pp__tls_forget(pool);          /* nor does this one */
+    pp__thread_registry_remove(pool);     /* exiting threads no longer touch it */
+    pp__thread_tls_forget(pool);          /* nor does this one */
 
     /* From here on only callbacks call the pool; none queues a load after
      * the swap threads' last round (pp__load_start).  seq_cst: see there.
@@ -247,7 +247,7 @@ int pp_pool_destroy(pp_pool_t *pool)
     if (leaked != 0)
         pp__report(pool, "pinpool: destroy: %" PRIu64 " entr%s still had owners (leaked owners); freed",
                    leaked, leaked == 1 ? "y" : "ies");
-    pp__pool_free(pool);
+    pool_free(pool);
     return 0;
 }
 
@@ -256,15 +256,15 @@ int pp_pool_destroy(pp_pool_t *pool)
 /* Drained: no eviction is between its commit and the end of its free, no
  * dead entry waits for its I/O to end, and none is queued.  The counts are
  * read first: an entry dead_in_io no longer counts was pushed before
- * (pp__io_end), so the queue depth read next includes it. */
-static bool pp__drained(pp_pool_t *pool)
+ * (pp__ioend_finish), so the queue depth read next includes it. */
+static bool drained(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         /* acquire: pairs with the eviction's release of its tail count
          * (its free and accounting happen before our return). */
         if (pp__atomic_load_acquire(&pool->nodes[n]->sw.evict_tail) != 0)
             return false;
-        /* acquire: pairs with pp__io_end's release of the decrement. */
+        /* acquire: pairs with pp__ioend_finish's release of the decrement. */
         if (pp__atomic_load_acquire(&pool->nodes[n]->prod.dead_in_io) != 0)
             return false;
     }
@@ -281,14 +281,14 @@ int pp_pool_drain(pp_pool_t *pool, int timeout_ms)
         return PP_EDEADLK;               /* the frees may wait for this thread */
     pp__thread_t *t = pp__thread_get(pool);
     if (t != NULL)
-        pp__section_end(t);
+        pp__epoch_end(t);
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
-                                       : pp__now_ns() + (uint64_t)timeout_ms * 1000000u;
+                                       : pp__wait_now_ns() + (uint64_t)timeout_ms * 1000000u;
     /* Entries queued after this call started only make us wait longer;
      * every entry queued before it is freed when the depth reaches 0. */
     struct timespec nap = {0, 50000};
-    while (!pp__drained(pool)) {
-        if (pp__now_ns() >= deadline)
+    while (!drained(pool)) {
+        if (pp__wait_now_ns() >= deadline)
             return PP_EBUSY;
         nanosleep(&nap, NULL);
     }
@@ -305,7 +305,7 @@ struct pp__valid_scan {
     uint32_t hot_holders[PP__HOT_SLOTS];     /* HOT entries of the node per slot */
 };
 
-static void pp__check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
+static void check_entry(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
     (void)pool, (void)n;
     struct pp__valid_scan *v = arg;
@@ -359,7 +359,7 @@ bool pp__pool_is_valid(pp_pool_t *pool)
     struct pp__valid_scan v = {true, true, {0}};
     for (unsigned n = 0; n < pool->nnodes; n++) {
         memset(v.hot_holders, 0, sizeof v.hot_holders);
-        pp__table_foreach(pool, n, pp__check_entry, &v);
+        pp__table_foreach(pool, n, check_entry, &v);
         /* Each hot slot taken is held by exactly one HOT entry (a retired
          * slot, whose tags ran out, by none), and no demotion is left
          * registered in any. */
@@ -373,6 +373,6 @@ bool pp__pool_words_valid(pp_pool_t *pool)
 {
     struct pp__valid_scan v = {true, false, {0}};
     for (unsigned n = 0; n < pool->nnodes; n++)
-        pp__table_foreach(pool, n, pp__check_entry, &v);
+        pp__table_foreach(pool, n, check_entry, &v);
     return v.ok;
 }

@@ -31,12 +31,12 @@ _Static_assert(sizeof(pp_scope_t) == 48 + PP_SCOPE_INLINE * sizeof(pp_ref_t),
 #define PP__SCOPE_ENDED 0x444e4524u   /* "$END" */
 
 /* Claims s for this call: 0, PP_EINVAL (not an open scope) or PP_EINUSE. */
-static int pp__scope_claim(pp_scope_t *s)
+static int scope_claim(pp_scope_t *s)
 {
     if (PP__UNLIKELY(s == NULL))
         return PP_EINVAL;
     uint32_t free_ = 0;
-    /* acquire: pairs with the release in pp__scope_leave, so this call sees
+    /* acquire: pairs with the release in scope_leave, so this call sees
      * the ledger as the previous call left it, on whatever thread it ran. */
     if (PP__UNLIKELY(!pp__atomic_plain_cas_strong_acquire(&s->busy_, &free_, 1u)))
         return PP_EINUSE;
@@ -49,20 +49,20 @@ static int pp__scope_claim(pp_scope_t *s)
     return 0;
 }
 
-static void pp__scope_leave(pp_scope_t *s)
+static void scope_leave(pp_scope_t *s)
 {
     /* release: publishes this call's writes to the ledger to the next
-     * claim (pp__scope_claim). */
+     * claim (scope_claim). */
     pp__atomic_plain_store_release(&s->busy_, 0u);
 }
 
-static inline pp_ref_t *pp__scope_refs(pp_scope_t *s)
+static inline pp_ref_t *scope_refs(pp_scope_t *s)
 {
     return s->heap_ != NULL ? s->heap_ : s->inline_;
 }
 
 /* Room for k more refs: 0 or PP_ENOMEM (the ledger unchanged). */
-static int pp__scope_reserve(pp_scope_t *s, size_t k)
+static int scope_reserve(pp_scope_t *s, size_t k)
 {
     size_t cap = s->heap_ != NULL ? s->cap_ : PP_SCOPE_INLINE;
     if (PP__LIKELY(k <= cap - s->n_))
@@ -72,7 +72,7 @@ static int pp__scope_reserve(pp_scope_t *s, size_t k)
     size_t need = (size_t)s->n_ + k;
     while (cap < need)
         cap = cap * 2 > UINT32_MAX ? UINT32_MAX : cap * 2;
-    pp_ref_t *heap = pp__realloc(s->heap_, cap * sizeof *heap);
+    pp_ref_t *heap = pp__alloc_resize(s->heap_, cap * sizeof *heap);
     if (heap == NULL)
         return PP_ENOMEM;
     if (s->heap_ == NULL)
@@ -106,44 +106,44 @@ void pp_scope_init_loc(pp_scope_t *s, pp_pool_t *pool, const char *file, int lin
 
 int pp_scope_pin(pp_scope_t *s, pp_ref_t ref, unsigned flags, void **data)
 {
-    int rc = pp__scope_claim(s);
+    int rc = scope_claim(s);
     if (PP__UNLIKELY(rc != 0))
         return rc;
-    rc = pp__scope_reserve(s, 1);
+    rc = scope_reserve(s, 1);
     if (PP__LIKELY(rc == 0))
         rc = pp_pin_loc(s->pool_, ref, flags, data, s->file_, s->line_);
     if (PP__LIKELY(rc == 0))
-        pp__scope_refs(s)[s->n_++] = ref;
-    pp__scope_leave(s);
+        scope_refs(s)[s->n_++] = ref;
+    scope_leave(s);
     return rc;
 }
 
 int pp_scope_pin_many(pp_scope_t *s, const pp_ref_t *refs, size_t n, unsigned flags,
                       void **data)
 {
-    int rc = pp__scope_claim(s);
+    int rc = scope_claim(s);
     if (PP__UNLIKELY(rc != 0))
         return rc;
     if (n != 0 && refs == NULL)
         rc = PP_EINVAL;
     else
-        rc = pp__scope_reserve(s, n);
+        rc = scope_reserve(s, n);
     if (PP__LIKELY(rc == 0))
         rc = pp_pin_many_loc(s->pool_, refs, n, flags, data, s->file_, s->line_);
     if (PP__LIKELY(rc == 0) && n != 0) {
-        memcpy(pp__scope_refs(s) + s->n_, refs, n * sizeof *refs);
+        memcpy(scope_refs(s) + s->n_, refs, n * sizeof *refs);
         s->n_ += (uint32_t)n;
     }
-    pp__scope_leave(s);
+    scope_leave(s);
     return rc;
 }
 
 int pp_scope_unpin(pp_scope_t *s, pp_ref_t ref)
 {
-    int rc = pp__scope_claim(s);
+    int rc = scope_claim(s);
     if (PP__UNLIKELY(rc != 0))
         return rc;
-    pp_ref_t *r = pp__scope_refs(s);
+    pp_ref_t *r = scope_refs(s);
     uint32_t i = s->n_;
     while (i > 0 && r[i - 1] != ref)
         i--;
@@ -152,21 +152,21 @@ int pp_scope_unpin(pp_scope_t *s, pp_ref_t ref)
     } else if ((rc = pp_unpin(s->pool_, ref)) == 0) {
         r[i - 1] = r[--s->n_];   /* the order of the ledger does not matter */
     }
-    pp__scope_leave(s);
+    scope_leave(s);
     return rc;
 }
 
 /* Takes the first k refs off the ledger (their pins are dropped). */
-static void pp__scope_forget(pp_scope_t *s, uint32_t k)
+static void scope_forget(pp_scope_t *s, uint32_t k)
 {
-    pp_ref_t *r = pp__scope_refs(s);
+    pp_ref_t *r = scope_refs(s);
     memmove(r, r + k, (s->n_ - k) * sizeof *r);
     s->n_ -= k;
 }
 
 int pp_scope_end(pp_scope_t *s)
 {
-    int rc = pp__scope_claim(s);
+    int rc = scope_claim(s);
     if (PP__UNLIKELY(rc != 0))
         return rc;
     /* All at once (the usual end).  pp_unpin_many says how many leading
@@ -174,12 +174,12 @@ int pp_scope_end(pp_scope_t *s)
      * dropped twice. */
     size_t done = 0;
     if (s->n_ != 0)
-        rc = pp_unpin_many(s->pool_, pp__scope_refs(s), s->n_, &done);
-    pp__scope_forget(s, (uint32_t)done);
+        rc = pp_unpin_many(s->pool_, scope_refs(s), s->n_, &done);
+    scope_forget(s, (uint32_t)done);
     /* PP_ENOMEM: this thread could not register, nothing was dropped.  The
      * scope stays open with its pins, for a retry. */
     if (rc == PP_ENOMEM) {
-        pp__scope_leave(s);
+        scope_leave(s);
         return rc;
     }
     /* A pin of the ledger was dropped behind the scope's back: one by one,
@@ -188,19 +188,19 @@ int pp_scope_end(pp_scope_t *s)
      * first of those unpins, as pp_unpin gives it. */
     if (done == 0)
         rc = 0;
-    pp_ref_t *r = pp__scope_refs(s);
+    pp_ref_t *r = scope_refs(s);
     for (uint32_t i = 0; i < s->n_; i++) {
         int e = pp_unpin(s->pool_, r[i]);
         if (e != 0 && rc == 0)
             rc = e;
     }
     if (s->heap_ != NULL) {
-        pp__free(s->heap_);
+        pp__alloc_free(s->heap_);
         s->heap_ = NULL;
     }
     s->n_ = s->cap_ = 0;
     s->state_ = PP__SCOPE_ENDED;
-    pp__scope_leave(s);
+    scope_leave(s);
     return rc;
 }
 

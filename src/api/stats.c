@@ -15,8 +15,8 @@
 
 /* The q-quantile as its bucket's upper bound, never above the largest lag
  * seen (max). */
-static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q,
-                                 uint64_t max)
+static uint64_t lag_quantile(const uint64_t *hist, uint64_t count, double q,
+                             uint64_t max)
 {
     if (count == 0)
         return 0;
@@ -27,7 +27,7 @@ static uint64_t pp__lag_quantile(const uint64_t *hist, uint64_t count, double q,
     for (unsigned b = 0; b < PP__LAG_BUCKETS; b++) {
         seen += hist[b];
         if (seen > rank)
-            return pp__lag_bucket_upper(b) < max ? pp__lag_bucket_upper(b) : max;
+            return pp__reclaim_lag_top(b) < max ? pp__reclaim_lag_top(b) : max;
     }
     return max;
 }
@@ -42,7 +42,7 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
     if (rc != 0)
         return rc;
     /* The section keeps the slot from being recycled while we read it. */
-    pp__section_enter(t);
+    pp__epoch_enter(t);
     /* acquire: pairs with the putter's release; size and type are set. */
     uint64_t pw = pp__atomic_load_acquire(&e->pw);
     /* A queued entry is already retired: a section that begins after the
@@ -70,11 +70,11 @@ int pp_stat(pp_pool_t *pool, pp_ref_t ref, pp_entry_info_t *out)
                      ((pw & PP__F_LOADING) ? PP_STATE_LOADING : 0) |
                      ((pw & PP__F_EVICTING) ? PP_STATE_EVICTING : 0);
     }
-    pp__section_leave(t);
+    pp__epoch_leave(t);
     return rc;
 }
 
-static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
+static void stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
 {
     to->entries += from->entries;
     to->resident_bytes += from->resident_bytes;
@@ -135,8 +135,8 @@ static void pp__stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
 
 /* Checks the caller's size and version: only a pair this library knows is
  * filled.  Reports any other through the pool's hook. */
-static int pp__stats_check(pp_pool_t *pool, const char *call, size_t size,
-                           unsigned version, size_t want)
+static int stats_check(pp_pool_t *pool, const char *call, size_t size,
+                       unsigned version, size_t want)
 {
     if (version == PP_STATS_VERSION && size == want)
         return 0;
@@ -148,7 +148,7 @@ static int pp__stats_check(pp_pool_t *pool, const char *call, size_t size,
 
 /* The figures of node n that its own threads (reclaimer, swap thread) and
  * puts keep; hist gets its lag histogram.  s is zeroed before. */
-static void pp__node_read(pp_pool_t *pool, unsigned n, pp_node_stats_t *s, uint64_t *hist)
+static void node_read(pp_pool_t *pool, unsigned n, pp_node_stats_t *s, uint64_t *hist)
 {
     pp__node_t *node = pool->nodes[n];
     /* acquire: pairs with the reclaimer's release; a caller that sees a
@@ -162,8 +162,8 @@ static void pp__node_read(pp_pool_t *pool, unsigned n, pp_node_stats_t *s, uint6
     s->lag_max_ns = pp__atomic_load_relaxed(&node->rc.lag_max_ns);
     for (unsigned b = 0; b < PP__LAG_BUCKETS; b++)
         hist[b] = pp__atomic_load_relaxed(&node->rc.lag_hist[b]);
-    s->lag_p50_ns = pp__lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
-    s->lag_p99_ns = pp__lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
+    s->lag_p50_ns = lag_quantile(hist, s->lag_count, 0.50, s->lag_max_ns);
+    s->lag_p99_ns = lag_quantile(hist, s->lag_count, 0.99, s->lag_max_ns);
     s->resident_bytes = pp__atomic_load_relaxed(&node->put.resident_bytes);
     s->backlog_bytes = pp__atomic_load_relaxed(&node->put.backlog);
     s->backlog_peak = pp__atomic_load_relaxed(&node->put.backlog_peak);
@@ -216,7 +216,7 @@ typedef struct pp__tsum {
 
 /* Adds one thread's counts for a node.  The caller holds the registry lock
  * (so no record is added while it walks the list). */
-static void pp__tsum_add(pp__tsum_t *to, pp__tcount_t *c)
+static void tsum_add(pp__tsum_t *to, pp__tcount_t *c)
 {
     to->puts += pp__atomic_load_relaxed(&c->puts);
     to->pins += pp__atomic_load_relaxed(&c->pins);
@@ -229,7 +229,7 @@ static void pp__tsum_add(pp__tsum_t *to, pp__tcount_t *c)
 
 /* Adds a node's thread counts to s, with the figures derived from them and
  * the node's frees (read before them). */
-static void pp__tsum_apply(pp_node_stats_t *s, const pp__tsum_t *t, uint64_t frees)
+static void tsum_apply(pp_node_stats_t *s, const pp__tsum_t *t, uint64_t frees)
 {
     s->puts += t->puts;
     s->pins += t->pins;
@@ -246,7 +246,7 @@ int pp_node_stats(pp_pool_t *pool, unsigned node, pp_node_stats_t *out)
 {
     if (pool == NULL || out == NULL)
         return PP_EINVAL;
-    int rc = pp__stats_check(pool, "pp_node_stats", out->size, out->version, sizeof *out);
+    int rc = stats_check(pool, "pp_node_stats", out->size, out->version, sizeof *out);
     if (rc != 0)
         return rc;
     if (node >= pool->nnodes)
@@ -257,13 +257,13 @@ int pp_node_stats(pp_pool_t *pool, unsigned node, pp_node_stats_t *out)
     /* Reclaimer-side figures first: a free counted here was queued (and
      * put) before, so reading it first never shows more frees than puts. */
     uint64_t hist[PP__LAG_BUCKETS];
-    pp__node_read(pool, node, out, hist);
+    node_read(pool, node, out, hist);
     pp__tsum_t ts = {0};
     pthread_mutex_lock(&pool->reg_lock);
     for (pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads); t != NULL; t = t->next)
-        pp__tsum_add(&ts, &t->count[node]);
+        tsum_add(&ts, &t->count[node]);
     pthread_mutex_unlock(&pool->reg_lock);
-    pp__tsum_apply(out, &ts, out->frees);
+    tsum_apply(out, &ts, out->frees);
     return 0;
 }
 
@@ -271,7 +271,7 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
 {
     if (pool == NULL || out == NULL)
         return PP_EINVAL;
-    int rc = pp__stats_check(pool, "pp_pool_stats", out->size, out->version, sizeof *out);
+    int rc = stats_check(pool, "pp_pool_stats", out->size, out->version, sizeof *out);
     if (rc != 0)
         return rc;
     memset(out, 0, sizeof *out);
@@ -306,9 +306,9 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
         uint64_t hist[PP__LAG_BUCKETS];
         memset(&s, 0, sizeof s);
         /* Reclaimer-side figures first, as in pp_node_stats. */
-        pp__node_read(pool, n, &s, hist);
+        node_read(pool, n, &s, hist);
         frees[n] = s.frees;
-        pp__stats_add(&out->total, &s);
+        stats_add(&out->total, &s);
         for (unsigned b = 0; b < PP__LAG_BUCKETS; b++)
             total_hist[b] += hist[b];
     }
@@ -317,16 +317,16 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     pthread_mutex_lock(&pool->reg_lock);
     for (pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads); t != NULL; t = t->next) {
         for (unsigned n = 0; n < pool->nnodes; n++)
-            pp__tsum_add(&ts[n], &t->count[n]);
+            tsum_add(&ts[n], &t->count[n]);
     }
-    out->threads = pp__threads_in_use(pool);
+    out->threads = pp__thread_in_use(pool);
     pthread_mutex_unlock(&pool->reg_lock);
 
     for (unsigned n = 0; n < pool->nnodes; n++)
-        pp__tsum_apply(&out->total, &ts[n], frees[n]);
-    out->total.lag_p50_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.50,
-                                             out->total.lag_max_ns);
-    out->total.lag_p99_ns = pp__lag_quantile(total_hist, out->total.lag_count, 0.99,
-                                             out->total.lag_max_ns);
+        tsum_apply(&out->total, &ts[n], frees[n]);
+    out->total.lag_p50_ns = lag_quantile(total_hist, out->total.lag_count, 0.50,
+                                         out->total.lag_max_ns);
+    out->total.lag_p99_ns = lag_quantile(total_hist, out->total.lag_count, 0.99,
+                                         out->total.lag_max_ns);
     return 0;
 }

@@ -30,7 +30,7 @@ void pp__backlog_init(pp_pool_t *pool, size_t bound)
         ck_ec32_init(&pool->nodes[n]->bl.ec, 0);
 }
 
-static void pp__max_relaxed(_Atomic uint64_t *max, uint64_t v)
+static void max_relaxed(_Atomic uint64_t *max, uint64_t v)
 {
     uint64_t cur = pp__atomic_load_relaxed(max);
     while (v > cur && !pp__atomic_cas_weak_relaxed(max, &cur, v))
@@ -43,7 +43,7 @@ void pp__backlog_add(pp__node_t *node, uint64_t charge)
      * before the reclaimer's subtraction. */
     uint64_t now = pp__atomic_add_relaxed(&node->put.backlog, charge) + charge;
     if (now > pp__atomic_load_relaxed(&node->put.backlog_peak))
-        pp__max_relaxed(&node->put.backlog_peak, now);
+        max_relaxed(&node->put.backlog_peak, now);
 }
 
 void pp__backlog_sub(pp_pool_t *pool, pp__node_t *node, uint64_t charge)
@@ -59,7 +59,7 @@ void pp__backlog_sub(pp_pool_t *pool, pp__node_t *node, uint64_t charge)
      * mark, or we see it waiting and bump the event count. */
     pp__atomic_fence_seq_cst();
     if (pp__atomic_load_relaxed(&node->bl.waiters) != 0)
-        ck_ec32_inc(&node->bl.ec, &pp__ec_mode);
+        ck_ec32_inc(&node->bl.ec, &pp__wait_ec_mode);
 }
 
 int pp__backlog_wait(pp_pool_t *pool, unsigned n, pp__thread_t *t, unsigned flags)
@@ -70,7 +70,7 @@ int pp__backlog_wait(pp_pool_t *pool, unsigned n, pp__thread_t *t, unsigned flag
         pp__atomic_add_relaxed(&node->bl.refused, 1);   /* any putter */
         return (flags & PP_PUT_NOWAIT) ? PP_EAGAIN : PP_EDEADLK;
     }
-    uint64_t t0 = pp__now_ns();
+    uint64_t t0 = pp__wait_now_ns();
     /* seq_cst: see pp__backlog_sub. */
     pp__atomic_add_seq_cst(&node->bl.waiters, 1);
     for (;;) {
@@ -83,12 +83,12 @@ int pp__backlog_wait(pp_pool_t *pool, unsigned n, pp__thread_t *t, unsigned flag
         pp__atomic_fence_acquire();
         if (pp__atomic_load_seq_cst(&node->put.backlog) < mark)
             break;
-        ck_ec32_wait(&node->bl.ec, &pp__ec_mode, seen, NULL);
+        ck_ec32_wait(&node->bl.ec, &pp__wait_ec_mode, seen, NULL);
     }
     pp__atomic_sub_relaxed(&node->bl.waiters, 1);
-    uint64_t dt = pp__now_ns() - t0;
+    uint64_t dt = pp__wait_now_ns() - t0;
     pp__atomic_add_relaxed(&node->bl.waits, 1);
     pp__atomic_add_relaxed(&node->bl.wait_ns, dt);
-    pp__max_relaxed(&node->bl.wait_max_ns, dt);
+    max_relaxed(&node->bl.wait_max_ns, dt);
     return 0;
 }

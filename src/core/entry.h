@@ -1,11 +1,12 @@
 /*
  * entry.h -- one entry of the pool, its two state words, their legal
  * transitions and the word-level helpers every part uses for them.  The
- * files that change an entry's state: owner.c (put, last release), pin.c
- * (pins, unpins, escape), load.c (load claim and commit), evict.c (claim,
- * second chance, commit, abandon, drop), hot.c (promote, demote) and
- * reclaim.c (reclaim, slot recycling), and testhooks.c for a test; each through the functions at the
- * end of this file, one for each row of the transition table.
+ * files that change an entry's state: owner.c (put), retire.c (last
+ * release), pin.c (pins, unpins, escape), load.c (load claim), evict.c
+ * (claim, second chance, drop), ioend.c (the commits and abandons that end
+ * an I/O), hot.c (promote, demote), reclaim.c (reclaim, slot recycling),
+ * and testhooks.c for a test.  Each goes through the functions at the end
+ * of this file, one for each row of the transition table.
  */
 #ifndef PP_ENTRY_H
 #define PP_ENTRY_H
@@ -258,7 +259,7 @@ static inline pp__entry_t *pp__entry_of_epoch(ck_epoch_entry_t *s)
 
 /* Always inlined, early: a transition then leaves its callers' code as it
  * was with the CAS written in place.  Left to the inliner, the calls
- * changed GCC's inlining and branch layout in the callers (pp__unpin_any
+ * changed GCC's inlining and branch layout in the callers (unpin_any
  * put its successful CAS out of line). */
 #define PP__PW_INLINE static inline __attribute__((always_inline))
 

@@ -1,8 +1,9 @@
 /*
  * epoch.c -- epoch sections and QSBR.
  *
- * Each thread record (thread.c) holds a ck_epoch record.  What the epoch protects.  Pins and owner counts do not need it: they are
- * validated by generation inside their own compare-and-swap (entry.h).  The
+ * Each thread record (thread.c) holds a ck_epoch record.  What the epoch
+ * protects: pins and owner counts do not need it, they are validated by
+ * generation inside their own compare-and-swap (entry.h).  The
  * epoch protects readers that look at an entry WITHOUT holding a pin or an
  * owner -- pp_get, pp_stat -- against the slot being freed and recycled
  * under them.  The reclaimer frees an entry only after a ck_epoch grace
@@ -34,7 +35,7 @@ int pp__epoch_init(pp_pool_t *pool)
     return 0;
 }
 
-void pp__section_enter(pp__thread_t *t)
+void pp__epoch_enter(pp__thread_t *t)
 {
     PP__ASSERT(t->in_use && !t->is_reclaimer);
     if (t->in_section)
@@ -43,7 +44,7 @@ void pp__section_enter(pp__thread_t *t)
     t->in_section = true;
 }
 
-void pp__section_end(pp__thread_t *t)
+void pp__epoch_end(pp__thread_t *t)
 {
     if (!t->in_section)
         return;
@@ -54,8 +55,8 @@ void pp__section_end(pp__thread_t *t)
     t->in_section = false;
 }
 
-void pp__section_leave(pp__thread_t *t)
+void pp__epoch_leave(pp__thread_t *t)
 {
     if (!t->qsbr)
-        pp__section_end(t);
+        pp__epoch_end(t);
 }

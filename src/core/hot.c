@@ -80,15 +80,15 @@
 
 #include "core/core.h"
 
-static inline uint32_t pp__hot_tag(uint64_t w) { return (uint32_t)(w >> 32); }
-static inline uint64_t pp__hot_count(uint64_t w) { return w & PP__HOT_COUNT; }
-static inline uint64_t pp__hot_word(uint32_t tag, uint64_t count)
+static inline uint32_t hot_tag(uint64_t w) { return (uint32_t)(w >> 32); }
+static inline uint64_t hot_count(uint64_t w) { return w & PP__HOT_COUNT; }
+static inline uint64_t hot_word(uint32_t tag, uint64_t count)
 {
     return ((uint64_t)tag << 32) | count;
 }
 
 /* Line 0 of slot i is its central counter, lines 1..S its shards. */
-static inline pp__hot_line_t *pp__hot_slot(pp_pool_t *pool, pp__node_t *node, unsigned i)
+static inline pp__hot_line_t *hot_slot(pp_pool_t *pool, pp__node_t *node, unsigned i)
 {
     return &node->hot.lines[(size_t)i * (pool->hot_shards + 1u)];
 }
@@ -106,14 +106,14 @@ int pp__hot_init(pp_pool_t *pool, pp__node_t *node)
     }
     bool bound;
     node->hot.bytes = (size_t)PP__HOT_SLOTS * (pool->hot_shards + 1u) * sizeof(pp__hot_line_t);
-    node->hot.lines = pp__node_alloc(pool, node->index, node->hot.bytes, &bound);
+    node->hot.lines = pp__topology_node_alloc(pool, node->index, node->hot.bytes, &bound);
     return node->hot.lines != NULL ? 0 : PP_ENOMEM;
 }
 
 void pp__hot_free(pp_pool_t *pool, pp__node_t *node)
 {
     if (node->hot.lines != NULL)
-        pp__node_free(pool, node->hot.lines, node->hot.bytes);
+        pp__topology_node_free(pool, node->hot.lines, node->hot.bytes);
     node->hot.lines = NULL;
 }
 
@@ -121,10 +121,10 @@ void pp__hot_free(pp_pool_t *pool, pp__node_t *node)
  * between two identical reads of pw, so it is the tag of the promotion pw
  * shows, or one no counter carries any more (its CASes fail).  false: pw
  * changed; *pw is the new word (acquire, see pp__hot_pin). */
-static inline bool pp__hot_find(pp_pool_t *pool, unsigned n, pp__entry_t *e,
-                                uint64_t *pw, pp__hot_line_t **lines, uint32_t *tag)
+static inline bool hot_find(pp_pool_t *pool, unsigned n, pp__entry_t *e,
+                            uint64_t *pw, pp__hot_line_t **lines, uint32_t *tag)
 {
-    *lines = pp__hot_slot(pool, pool->nodes[n], pp__hot_index(*pw));
+    *lines = hot_slot(pool, pool->nodes[n], pp__hot_index(*pw));
     /* acquire: with the acquire of pw, orders the reads of the counters
      * after this read of the tag. */
     uint64_t c = pp__atomic_load_acquire(&(*lines)[0].w);
@@ -134,7 +134,7 @@ static inline bool pp__hot_find(pp_pool_t *pool, unsigned n, pp__entry_t *e,
         *pw = again;
         return false;
     }
-    *tag = pp__hot_tag(c);
+    *tag = hot_tag(c);
     return true;
 }
 
@@ -151,13 +151,13 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
         pp__hot_line_t *lines;
         uint32_t tag;
         unsigned i = pp__hot_index(pw);
-        if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+        if (!hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         /* seq_cst, both: the registration comes before the check of the
          * tag, against a promoter's store of a new tag before its check
          * of the count (pp__hot_promote): one of the two sees the other. */
         pp__atomic_add_seq_cst(&lines[0].demoters, 1);
-        if (pp__hot_tag(pp__atomic_load_seq_cst(&lines[0].w)) != tag) {
+        if (hot_tag(pp__atomic_load_seq_cst(&lines[0].w)) != tag) {
             /* The promotion is over, and the slot taken again or about
              * to be: nothing of ours to install. */
             pp__atomic_sub_release(&lines[0].demoters, 1);
@@ -181,7 +181,7 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
              * 10-minute torture with swap and QSBR, saw the swap thread
              * free data a hot unpinner had read.) */
             uint64_t w = pp__atomic_load_acquire(&l->w);
-            while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED)) {
+            while (hot_tag(w) == tag && !(w & PP__HOT_CLOSED)) {
                 PP__YIELD(PIN);
                 /* acq_rel: acquire takes every unpin released on this
                  * counter, so they happen before the sum is installed;
@@ -189,8 +189,8 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
                 if (pp__atomic_cas_strong_acq_rel(&l->w, &w, w | PP__HOT_CLOSED))
                     w |= PP__HOT_CLOSED;
             }
-            stale = pp__hot_tag(w) != tag;   /* demoted and reused meanwhile */
-            sum += pp__hot_count(w);
+            stale = hot_tag(w) != tag;   /* demoted and reused meanwhile */
+            sum += hot_count(w);
         }
         /* Install the sum while the promotion lasts: no later promotion of
          * the slot completes while we are registered, so a word HOT | i
@@ -199,7 +199,7 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
         /* acquire: as above. */
         pw = pp__atomic_load_acquire(&e->pw);
         while (!stale && (pw & PP__F_HOT) && pp__hot_index(pw) == i &&
-               pp__hot_tag(pp__atomic_load_acquire(&lines[0].w)) == tag) {
+               hot_tag(pp__atomic_load_acquire(&lines[0].w)) == tag) {
             PP__CHECK(sum <= PP_MAX_PINS);
             uint64_t next;
             PP__YIELD(PIN);
@@ -239,7 +239,7 @@ int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         }
         pp__hot_line_t *lines;
         uint32_t tag;
-        if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+        if (!hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         pp__hot_line_t *mine = &lines[1 + (t->shard & (pool->hot_shards - 1u))];
         t->hc.e = e;            /* the next pin or unpin of e: pp__hot_cached */
@@ -247,22 +247,22 @@ int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         t->hc.line = mine;
         t->hc.tag = tag;
         uint64_t w = pp__atomic_load_relaxed(&mine->w);
-        while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && pp__hot_count(w) < pool->hot_scap) {
+        while (hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && hot_count(w) < pool->hot_scap) {
             PP__YIELD(PIN);
             /* acquire: as a cold pin's (pin.c). */
             if (pp__atomic_cas_weak_acquire(&mine->w, &w, w + 1u))
                 goto pinned;
         }
-        if (pp__hot_tag(w) == tag) {
+        if (hot_tag(w) == tag) {
             /* Full or closed: the central counter. */
             w = pp__atomic_load_relaxed(&lines[0].w);
-            while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && pp__hot_count(w) < pool->hot_ccap) {
+            while (hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && hot_count(w) < pool->hot_ccap) {
                 PP__YIELD(PIN);
                 /* acquire: as above. */
                 if (pp__atomic_cas_weak_acquire(&lines[0].w, &w, w + 1u))
                     goto pinned;
             }
-            if (pp__hot_tag(w) == tag)
+            if (hot_tag(w) == tag)
                 pp__hot_demote(pool, n, e);   /* closing, or every counter full */
         }
         /* acquire: as above. */
@@ -276,17 +276,17 @@ pinned:
 
 /* One unpin on counter l if it holds a pin of promotion tag: 1 done, 0 it
  * holds none (or is closed), -1 the promotion is over. */
-static inline int pp__hot_take(pp__hot_line_t *l, uint32_t tag)
+static inline int hot_take(pp__hot_line_t *l, uint32_t tag)
 {
     uint64_t w = pp__atomic_load_relaxed(&l->w);
-    while (pp__hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && pp__hot_count(w) != 0) {
+    while (hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && hot_count(w) != 0) {
         PP__YIELD(UNPIN);
         /* release: the caller's reads of the data happen before the
          * demotion's close of this counter, which acquires it. */
         if (pp__atomic_cas_weak_release(&l->w, &w, w - 1u))
             return 1;
     }
-    return pp__hot_tag(w) == tag ? 0 : -1;
+    return hot_tag(w) == tag ? 0 : -1;
 }
 
 int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
@@ -302,18 +302,18 @@ int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
             return PP__RETRY;
         pp__hot_line_t *lines;
         uint32_t tag;
-        if (!pp__hot_find(pool, n, e, &pw, &lines, &tag))
+        if (!hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         unsigned own = t->shard & (S - 1u);
         t->hc.e = e;            /* the next pin or unpin of e: pp__hot_cached */
         t->hc.pw = pw;
         t->hc.line = &lines[1 + own];
         t->hc.tag = tag;
-        int r = pp__hot_take(&lines[1 + own], tag);
+        int r = hot_take(&lines[1 + own], tag);
         for (unsigned k = 0; r == 0 && k < S; k++) {
             /* Counts are interchangeable: the central one, then the others. */
             unsigned i = k == own ? 0 : 1 + k;
-            r = pp__hot_take(&lines[i], tag);
+            r = hot_take(&lines[i], tag);
         }
         if (r == 1)
             return 0;
@@ -330,15 +330,15 @@ uint32_t pp__hot_pins(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t pw)
     uint32_t tag;
     /* A word that changes between the reads (a flag, a demotion) is read
      * again: never a sum of nothing. */
-    while ((pw & PP__F_HOT) && !pp__hot_find(pool, n, e, &pw, &lines, &tag))
+    while ((pw & PP__F_HOT) && !hot_find(pool, n, e, &pw, &lines, &tag))
         ;
     if (!(pw & PP__F_HOT))
         return pp__pw_pins(pw);
     uint64_t sum = 0;
     for (unsigned k = 0; k <= pool->hot_shards; k++) {
         uint64_t w = pp__atomic_load_relaxed(&lines[k].w);
-        if (pp__hot_tag(w) == tag)
-            sum += pp__hot_count(w);
+        if (hot_tag(w) == tag)
+            sum += hot_count(w);
     }
     return sum > PP_MAX_PINS ? PP_MAX_PINS : (uint32_t)sum;
 }
@@ -365,13 +365,13 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
         /* acquire (on success; a failed CAS goes round to one that
          * succeeds): as the load above. */
     } while (!pp__atomic_cas_weak_acquire(&node->hot.used, &used, used | ((uint64_t)1 << i)));
-    pp__hot_line_t *lines = pp__hot_slot(pool, node, i);
-    uint32_t tag = pp__hot_tag(pp__atomic_load_relaxed(&lines[0].w));
+    pp__hot_line_t *lines = hot_slot(pool, node, i);
+    uint32_t tag = hot_tag(pp__atomic_load_relaxed(&lines[0].w));
     if (tag == UINT32_MAX)
         return;          /* the slot's tags ran out: retired, its bit kept */
     tag++;
     for (unsigned k = 1; k <= S; k++)
-        pp__atomic_store_relaxed(&lines[k].w, pp__hot_word(tag, 0));
+        pp__atomic_store_relaxed(&lines[k].w, hot_word(tag, 0));
     /* The pins held now move to the central counter.  They are read pins
      * (!WPIN): no write needs its unpin to release on the word. */
     bool alone = false;                  /* no demoter of an earlier promotion */
@@ -385,12 +385,12 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
              * its check of the tag (pp__hot_demote).  A demoter of the
              * slot's last promotion may still hold the word it read, which
              * ours is about to repeat: give up. */
-            pp__atomic_store_seq_cst(&lines[0].w, pp__hot_word(tag, pp__pw_pins(pw)));
+            pp__atomic_store_seq_cst(&lines[0].w, hot_word(tag, pp__pw_pins(pw)));
             if (pp__atomic_load_seq_cst(&lines[0].demoters) != 0)
                 break;
             alone = true;
         }
-        pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, pp__pw_pins(pw)));
+        pp__atomic_store_relaxed(&lines[0].w, hot_word(tag, pp__pw_pins(pw)));
         PP__YIELD(PIN);
         if (pp__pw_promote(e, &pw, i)) {
             pp__atomic_add_relaxed(&node->hot.promotions, 1);
@@ -398,7 +398,7 @@ void pp__hot_promote(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen)
         }
     }
     /* Not promoted: the slot's tag stays as stored (never published). */
-    pp__atomic_store_relaxed(&lines[0].w, pp__hot_word(tag, 0));
+    pp__atomic_store_relaxed(&lines[0].w, hot_word(tag, 0));
     /* release: as in pp__hot_demote (our stores come before the next
      * promoter's). */
     pp__atomic_and_release(&node->hot.used, ~((uint64_t)1 << i));
@@ -416,8 +416,8 @@ bool pp__hot_slots_valid(pp_pool_t *pool, unsigned n, const uint32_t *holders)
         return true;
     uint64_t used = pp__atomic_load_relaxed(&node->hot.used);
     for (unsigned i = 0; i < PP__HOT_SLOTS; i++) {
-        pp__hot_line_t *lines = pp__hot_slot(pool, node, i);
-        bool retired = pp__hot_tag(pp__atomic_load_relaxed(&lines[0].w)) == UINT32_MAX;
+        pp__hot_line_t *lines = hot_slot(pool, node, i);
+        bool retired = hot_tag(pp__atomic_load_relaxed(&lines[0].w)) == UINT32_MAX;
         /* A slot of tag UINT32_MAX may still hold its last promotion. */
         bool ok = (used >> i) & 1u ? holders[i] == 1 || (retired && holders[i] == 0)
                                    : holders[i] == 0;

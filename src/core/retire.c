@@ -1,10 +1,10 @@
 /*
  * retire.c -- an entry's death, and its hand-over to its node's reclaimer.
  *
- * The last release kills the entry (pp__entry_kill): one CAS on its word
+ * The last release kills the entry (pp__retire_kill): one CAS on its word
  * makes it DEAD, and QUEUED too if no pin and no I/O holds it.  Whoever
  * makes it QUEUED -- that release, the final unpin (pin.c), or the end of
- * the I/O that held it (ioend.c) -- pushes it (pp__reclaim_push).
+ * the I/O that held it (ioend.c) -- pushes it (pp__retire_push).
  *
  * A push goes onto the calling thread's own queue for the entry's home
  * node -- a ck_stack per thread and node (pp__thread_t.rq), so a push is
@@ -16,7 +16,7 @@
  */
 #include "core/core.h"
 
-void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t)
+void pp__retire_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *t)
 {
     pp__node_t *node = pool->nodes[n];
     PP__ASSERT(n < pool->nnodes && t != NULL);
@@ -30,7 +30,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     pp__cold_t *c = pp__cold(e);
     c->queued_us = PP__LAG_NONE;
     if (seq % PP__LAG_SAMPLE == 0) {
-        uint32_t us = (uint32_t)(pp__now_ns() / 1000u);
+        uint32_t us = (uint32_t)(pp__wait_now_ns() / 1000u);
         c->queued_us = us == PP__LAG_NONE ? us - 1 : us;
     }
     pp__counter_add(&t->count[n].queued, 1);
@@ -40,7 +40,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     if (pool->swap && (pp__atomic_load_relaxed(&e->pw) & PP__F_RESIDENT))
         pp__atomic_add_relaxed(&node->prod.dying_bytes, c->size);
     /* A DISCARD entry (dropped or released; always resident) is room on
-     * its way: the hands do not evict for it (evict.c, pp__above). */
+     * its way: the hands do not evict for it (evict.c, is_above). */
     if (pp__droppable(pool, c->type, c->size))
         pp__atomic_add_relaxed(&pool->discard_dying, c->size);
     /* The push's CAS publishes queued_us and everything this thread (and,
@@ -51,7 +51,7 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     ck_stack_push_upmc(&t->rq[n].s, &c->q.link);
     /* Orders the push's CAS before the read of `sleeping`, against the
      * reclaimer's store of `sleeping` before its last look at the queues
-     * (pp__reclaimer_wait): either it sees our entry, or we see it about
+     * (reclaimer_wait): either it sees our entry, or we see it about
      * to wait and bump `wake`, which ends the wait.  No write to a shared
      * line unless the reclaimer waits.  ck's atomic-to-load fence: free
      * where a CAS already is a full barrier (x86), a fence elsewhere. */
@@ -59,11 +59,11 @@ void pp__reclaim_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t 
     /* The first pusher that finds it waiting wakes it, once. */
     if (pp__atomic_load_relaxed(&node->prod.sleeping) &&
         pp__atomic_exchange_relaxed(&node->prod.sleeping, 0))
-        ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
+        ck_ec32_inc(&node->prod.wake, &pp__wait_ec_mode);
 }
 
-void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
-                    pp__thread_t *t)
+void pp__retire_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
+                     pp__thread_t *t)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint64_t next;
@@ -72,7 +72,7 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         if (PP__UNLIKELY(pp__word_gen(pw) != gen ||
                          (pw & (PP__F_LIVE | PP__F_DEAD)) != PP__F_LIVE)) {
             /* Owners just reached 0 by our CAS, so only a drop (evict.c,
-             * pp__evict_drop) can have killed the entry: it made the word
+             * evict_drop) can have killed the entry: it made the word
              * DEAD after our release read it alive, and queues the entry
              * itself -- which may be reclaimed, its slot even reused, by
              * now.  Nothing is ours to do.  Only a pool with a limit
@@ -95,6 +95,6 @@ void pp__entry_kill(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
     }
     if (next & PP__F_QUEUED) {
         PP__YIELD(OWNER);
-        pp__reclaim_push(pool, n, e, t);
+        pp__retire_push(pool, n, e, t);
     }
 }

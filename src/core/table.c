@@ -4,7 +4,7 @@
  * A table is a directory of PP__SEG_MAX segment pointers; a segment holds
  * PP__SEG_SLOTS entries, their hot records then their cold ones (entry.h),
  * and is mapped (on the node's memory, 2 MiB aligned, huge pages advised
- * from the fifth on: pp__node_alloc_seg) the first time a slot in it is
+ * from the fifth on: pp__topology_seg_alloc) the first time a slot in it is
  * handed out.  Segments are installed with a CAS and
  * never moved or freed while the pool lives, so the table grows without
  * stopping or even slowing readers: a lookup is two dependent loads, and a
@@ -32,15 +32,15 @@
 int pp__table_init(pp_pool_t *pool, pp__node_t *node)
 {
     bool bound;
-    node->dir = pp__node_alloc(pool, node->index,
-                               PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
+    node->dir = pp__topology_node_alloc(pool, node->index,
+                                        PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
     if (node->dir == NULL)
         return PP_ENOMEM;
     pool->dir[node->index] = node->dir;
     if (pool->swap) {
-        node->adv = pp__calloc(PP__SEG_MAX, sizeof *node->adv);
+        node->adv = pp__alloc_zeroed(PP__SEG_MAX, sizeof *node->adv);
         if (node->adv == NULL) {
-            pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+            pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
             node->dir = NULL;
             pool->dir[node->index] = NULL;
             return PP_ENOMEM;
@@ -59,38 +59,38 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node)
     for (uint32_t s = 0; s < PP__SEG_MAX; s++) {
         pp__entry_t *seg = pp__atomic_load_relaxed(&node->dir[s]);
         if (seg != NULL)
-            pp__node_free_seg(seg);
+            pp__topology_seg_free(seg);
     }
-    pp__node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+    pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
     node->dir = NULL;
     pool->dir[node->index] = NULL;
     if (node->adv != NULL) {
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
-            pp__free(pp__atomic_load_relaxed(&node->adv[s]));
-        pp__free((void *)node->adv);
+            pp__alloc_free(pp__atomic_load_relaxed(&node->adv[s]));
+        pp__alloc_free((void *)node->adv);
         node->adv = NULL;
     }
 }
 
 /* Makes sure advice segment s of node exists (swap pools): before the
  * entry segment, so that every entry a lookup finds has its advice. */
-static bool pp__advseg_get(pp__node_t *node, uint32_t s)
+static bool advseg_get(pp__node_t *node, uint32_t s)
 {
     /* acquire: pairs with the release-install below. */
     if (node->adv == NULL || pp__atomic_load_acquire(&node->adv[s]) != NULL)
         return true;
-    pp__advseg_t *fresh = pp__calloc(1, sizeof *fresh);
+    pp__advseg_t *fresh = pp__alloc_zeroed(1, sizeof *fresh);
     if (fresh == NULL)
         return false;
     pp__advseg_t *expected = NULL;
     /* acq_rel: release publishes the zeroed segment (and, through the
      * entry segment's release-install that follows, to every lookup). */
     if (!pp__atomic_cas_strong_acq_rel(&node->adv[s], &expected, fresh))
-        pp__free(fresh);
+        pp__alloc_free(fresh);
     return true;
 }
 
-/* Segments from this one on get huge pages (pp__node_alloc_seg).  A
+/* Segments from this one on get huge pages (pp__topology_seg_alloc).  A
  * table's first four, 8 MiB, fit a 2048-entry TLB in 4 KiB pages anyway,
  * while a huge page's first touch zeroes 2 MiB at once, in the put that
  * takes its first slot, and may have the kernel compact memory: small
@@ -98,23 +98,23 @@ static bool pp__advseg_get(pp__node_t *node, uint32_t s)
 #define PP__SEG_HUGE_FROM 4u
 
 /* Makes sure segment s of node exists. */
-static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
+static pp__entry_t *segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
 {
     /* acquire: pairs with the release-install below. */
     pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s]);
     if (seg != NULL)
         return seg;
-    if (!pp__advseg_get(node, s))
+    if (!advseg_get(node, s))
         return NULL;
     bool bound;
-    pp__entry_t *fresh = pp__node_alloc_seg(pool, node->index, s >= PP__SEG_HUGE_FROM, &bound);
+    pp__entry_t *fresh = pp__topology_seg_alloc(pool, node->index, s >= PP__SEG_HUGE_FROM, &bound);
     if (fresh == NULL)
         return NULL;
     pp__entry_t *expected = NULL;
     /* acq_rel: release publishes the zeroed segment to lookups; acquire (on
      * failure) gets the winner's segment. */
     if (!pp__atomic_cas_strong_acq_rel(&node->dir[s], &expected, fresh)) {
-        pp__node_free_seg(fresh);
+        pp__topology_seg_free(fresh);
         return expected;
     }
     if (!bound)
@@ -123,7 +123,7 @@ static pp__entry_t *pp__segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t 
 }
 
 /* Takes PP__SLOT_CHUNK fresh slots into the magazine. */
-static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *mag)
+static bool slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *mag)
 {
     uint32_t start = pp__atomic_load_relaxed(&node->put.next_slot);
     do {
@@ -131,7 +131,7 @@ static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *ma
             return false;   /* table full */
     } while (!pp__atomic_cas_weak_relaxed(&node->put.next_slot, &start, start + PP__SLOT_CHUNK));
 
-    pp__entry_t *seg = pp__segment_get(pool, node, start >> PP__SEG_SHIFT);
+    pp__entry_t *seg = segment_get(pool, node, start >> PP__SEG_SHIFT);
     if (seg == NULL)
         return false;   /* those slots stay unused: no entry ever named them */
     /* PP__SEG_SLOTS is a multiple of PP__SLOT_CHUNK: one segment. */
@@ -145,7 +145,7 @@ static bool pp__slots_bump(pp_pool_t *pool, pp__node_t *node, pp__magazine_t *ma
     return true;
 }
 
-pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
+pp__entry_t *pp__table_slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
 {
     pp__node_t *node = pool->nodes[n];
     pp__magazine_t *mag = &t->mag[n];
@@ -153,7 +153,7 @@ pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
         /* Whole stack at once; the entries' links were written by the
          * pushers before their CAS, which this exchange acquires. */
         mag->head = ck_stack_batch_pop_upmc(&node->free_slots);
-        if (mag->head == NULL && !pp__slots_bump(pool, node, mag))
+        if (mag->head == NULL && !slots_bump(pool, node, mag))
             return NULL;
     }
     ck_stack_entry_t *s = mag->head;
@@ -173,12 +173,12 @@ pp__entry_t *pp__slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t)
     return e;
 }
 
-void pp__slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e)
+void pp__table_slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e)
 {
     ck_stack_push_upmc(&pool->nodes[n]->free_slots, &pp__cold(e)->q.link);
 }
 
-void pp__magazine_return(pp_pool_t *pool, pp__thread_t *t)
+void pp__table_magazine_return(pp_pool_t *pool, pp__thread_t *t)
 {
     for (unsigned n = 0; n < pool->nnodes; n++) {
         ck_stack_entry_t *s = t->mag[n].head;

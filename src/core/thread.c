@@ -16,63 +16,63 @@
 
 #include "core/core.h"
 
-__thread struct pp__tls_node *pp__tls_last __attribute__((tls_model("initial-exec")));
-static __thread struct pp__tls_node *pp__tls_head __attribute__((tls_model("initial-exec")));
-__thread unsigned pp__cb_depth __attribute__((tls_model("initial-exec")));
+__thread struct pp__tls_node *pp__thread_tls_last __attribute__((tls_model("initial-exec")));
+static __thread struct pp__tls_node *tls_head __attribute__((tls_model("initial-exec")));
+__thread unsigned pp__thread_cb_depth __attribute__((tls_model("initial-exec")));
 
 /* Global registry of live pools: lets a thread's exit handler tell whether
- * the pools it registered with still exist.  Lock order: pp__live_lock,
+ * the pools it registered with still exist.  Lock order: live_lock,
  * then a pool's reg_lock. */
-static pthread_mutex_t pp__live_lock = PTHREAD_MUTEX_INITIALIZER;
-static pp_pool_t *pp__live_head;
-static pthread_key_t pp__exit_key;
-static pthread_once_t pp__exit_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pp_pool_t *live_head;
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
-static void pp__thread_exit_handler(void *arg);
+static void thread_exit_handler(void *arg);
 
-static void pp__exit_key_init(void)
+static void exit_key_init(void)
 {
-    PP__CHECK(pthread_key_create(&pp__exit_key, pp__thread_exit_handler) == 0);
+    PP__CHECK(pthread_key_create(&exit_key, thread_exit_handler) == 0);
 }
 
-void pp__registry_add(pp_pool_t *pool)
+void pp__thread_registry_add(pp_pool_t *pool)
 {
-    pthread_once(&pp__exit_once, pp__exit_key_init);
-    pthread_mutex_lock(&pp__live_lock);
-    pool->next_live = pp__live_head;
-    pp__live_head = pool;
-    pthread_mutex_unlock(&pp__live_lock);
+    pthread_once(&exit_once, exit_key_init);
+    pthread_mutex_lock(&live_lock);
+    pool->next_live = live_head;
+    live_head = pool;
+    pthread_mutex_unlock(&live_lock);
 }
 
-void pp__registry_remove(pp_pool_t *pool)
+void pp__thread_registry_remove(pp_pool_t *pool)
 {
-    pthread_mutex_lock(&pp__live_lock);
-    for (pp_pool_t **p = &pp__live_head; *p != NULL; p = &(*p)->next_live) {
+    pthread_mutex_lock(&live_lock);
+    for (pp_pool_t **p = &live_head; *p != NULL; p = &(*p)->next_live) {
         if (*p == pool) {
             *p = pool->next_live;
             break;
         }
     }
-    pthread_mutex_unlock(&pp__live_lock);
+    pthread_mutex_unlock(&live_lock);
 }
 
 /* A new record (caller holds reg_lock or is single-threaded). */
-static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
+static pp__thread_t *thread_alloc(pp_pool_t *pool)
 {
     /* The record and its counters are written by their thread on every
      * call: each on lines of its own, two lines at a time (the adjacent-line
      * prefetcher pairs them), so no two threads' counters share one. */
-    pp__thread_t *t = pp__aligned_alloc(PP__PAD, pp__pad(sizeof *t));
+    pp__thread_t *t = pp__alloc_aligned(PP__PAD, pp__pad(sizeof *t));
     if (t == NULL)
         return NULL;
-    t->count = pp__aligned_alloc(PP__PAD, pp__pad(pool->nnodes * sizeof *t->count));
-    t->mag = pp__calloc(pool->nnodes, sizeof *t->mag);
-    t->rq = pp__aligned_alloc(PP__PAD, pool->nnodes * sizeof *t->rq);
+    t->count = pp__alloc_aligned(PP__PAD, pp__pad(pool->nnodes * sizeof *t->count));
+    t->mag = pp__alloc_zeroed(pool->nnodes, sizeof *t->mag);
+    t->rq = pp__alloc_aligned(PP__PAD, pool->nnodes * sizeof *t->rq);
     if (t->count == NULL || t->mag == NULL || t->rq == NULL) {
-        pp__free(t->rq);
-        pp__free(t->count);
-        pp__free(t->mag);
-        pp__free(t);
+        pp__alloc_free(t->rq);
+        pp__alloc_free(t->count);
+        pp__alloc_free(t->mag);
+        pp__alloc_free(t);
         return NULL;
     }
     t->pool = pool;
@@ -89,7 +89,7 @@ static pp__thread_t *pp__thread_alloc(pp_pool_t *pool)
 pp__thread_t *pp__thread_new_reclaimer(pp_pool_t *pool)
 {
     pthread_mutex_lock(&pool->reg_lock);
-    pp__thread_t *t = pp__thread_alloc(pool);
+    pp__thread_t *t = thread_alloc(pool);
     if (t != NULL) {
         t->is_reclaimer = true;
         t->in_use = true;
@@ -99,9 +99,9 @@ pp__thread_t *pp__thread_new_reclaimer(pp_pool_t *pool)
 }
 
 /* Registers the calling thread with pool. */
-static pp__thread_t *pp__thread_register(pp_pool_t *pool)
+static pp__thread_t *thread_register(pp_pool_t *pool)
 {
-    struct pp__tls_node *tn = pp__malloc(sizeof *tn);
+    struct pp__tls_node *tn = pp__alloc_bytes(sizeof *tn);
     if (tn == NULL)
         return NULL;
 
@@ -114,7 +114,7 @@ static pp__thread_t *pp__thread_register(pp_pool_t *pool)
         t = (pp__thread_t *)(void *)rec;
         PP__CHECK(t->pool == pool && !t->in_use && !t->is_reclaimer);
     } else {
-        t = pp__thread_alloc(pool);
+        t = thread_alloc(pool);
     }
     if (t != NULL) {
         t->in_use = true;
@@ -128,39 +128,39 @@ static pp__thread_t *pp__thread_register(pp_pool_t *pool)
     }
     pthread_mutex_unlock(&pool->reg_lock);
     if (t == NULL) {
-        pp__free(tn);
+        pp__alloc_free(tn);
         return NULL;
     }
 
     tn->serial = pool->serial;
     tn->t = t;
-    tn->next = pp__tls_head;
-    pp__tls_head = tn;
-    pp__tls_last = tn;
-    pthread_once(&pp__exit_once, pp__exit_key_init);
-    pthread_setspecific(pp__exit_key, tn);   /* non-NULL: the exit handler runs */
+    tn->next = tls_head;
+    tls_head = tn;
+    pp__thread_tls_last = tn;
+    pthread_once(&exit_once, exit_key_init);
+    pthread_setspecific(exit_key, tn);   /* non-NULL: the exit handler runs */
     return t;
 }
 
 pp__thread_t *pp__thread_get_slow(pp_pool_t *pool)
 {
-    for (struct pp__tls_node *n = pp__tls_head; n != NULL; n = n->next) {
+    for (struct pp__tls_node *n = tls_head; n != NULL; n = n->next) {
         if (n->serial == pool->serial) {
-            pp__tls_last = n;
+            pp__thread_tls_last = n;
             return n->t;
         }
     }
-    return pp__thread_register(pool);
+    return thread_register(pool);
 }
 
 /* Releases a thread's record: ends its section, reports its leaked pins,
  * returns its cached slots and unregisters its epoch record.  Returns the
  * number of leaked pins reported. */
-static size_t pp__thread_release(pp_pool_t *pool, pp__thread_t *t)
+static size_t thread_release(pp_pool_t *pool, pp__thread_t *t)
 {
-    pp__section_end(t);
+    pp__epoch_end(t);
     size_t leaked = pool->track ? pp__track_report_thread(pool, t) : 0;
-    pp__magazine_return(pool, t);
+    pp__table_magazine_return(pool, t);
     pthread_mutex_lock(&pool->reg_lock);
     t->in_use = false;
     t->qsbr = false;
@@ -169,28 +169,28 @@ static size_t pp__thread_release(pp_pool_t *pool, pp__thread_t *t)
     return leaked;
 }
 
-static void pp__tls_unlink(struct pp__tls_node *tn)
+static void tls_unlink(struct pp__tls_node *tn)
 {
-    for (struct pp__tls_node **p = &pp__tls_head; *p != NULL; p = &(*p)->next) {
+    for (struct pp__tls_node **p = &tls_head; *p != NULL; p = &(*p)->next) {
         if (*p == tn) {
             *p = tn->next;
             break;
         }
     }
-    if (pp__tls_last == tn)
-        pp__tls_last = pp__tls_head;
-    pp__free(tn);
+    if (pp__thread_tls_last == tn)
+        pp__thread_tls_last = tls_head;
+    pp__alloc_free(tn);
 }
 
 int pp_thread_exit(pp_pool_t *pool)
 {
     if (pool == NULL)
         return PP_EINVAL;
-    for (struct pp__tls_node *tn = pp__tls_head; tn != NULL; tn = tn->next) {
+    for (struct pp__tls_node *tn = tls_head; tn != NULL; tn = tn->next) {
         if (tn->serial == pool->serial) {
-            size_t leaked = pp__thread_release(pool, tn->t);
-            pp__tls_unlink(tn);
-            pthread_setspecific(pp__exit_key, pp__tls_head);
+            size_t leaked = thread_release(pool, tn->t);
+            tls_unlink(tn);
+            pthread_setspecific(exit_key, tls_head);
             return leaked ? PP_EBUSY : 0;
         }
     }
@@ -198,39 +198,39 @@ int pp_thread_exit(pp_pool_t *pool)
 }
 
 /* Drops the calling thread's cache entry for a pool being destroyed (the
- * key exists: pp__registry_add made it when the pool was created). */
-void pp__tls_forget(pp_pool_t *pool)
+ * key exists: pp__thread_registry_add made it when the pool was created). */
+void pp__thread_tls_forget(pp_pool_t *pool)
 {
-    for (struct pp__tls_node *tn = pp__tls_head; tn != NULL; tn = tn->next) {
+    for (struct pp__tls_node *tn = tls_head; tn != NULL; tn = tn->next) {
         if (tn->serial == pool->serial) {
-            pp__section_end(tn->t);
-            pp__tls_unlink(tn);
-            pthread_setspecific(pp__exit_key, pp__tls_head);
+            pp__epoch_end(tn->t);
+            tls_unlink(tn);
+            pthread_setspecific(exit_key, tls_head);
             return;
         }
     }
 }
 
-static void pp__thread_exit_handler(void *arg)
+static void thread_exit_handler(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&pp__live_lock);
-    while (pp__tls_head != NULL) {
-        struct pp__tls_node *tn = pp__tls_head;
-        for (pp_pool_t *p = pp__live_head; p != NULL; p = p->next_live) {
+    pthread_mutex_lock(&live_lock);
+    while (tls_head != NULL) {
+        struct pp__tls_node *tn = tls_head;
+        for (pp_pool_t *p = live_head; p != NULL; p = p->next_live) {
             if (p->serial == tn->serial) {
-                (void)pp__thread_release(p, tn->t);
+                (void)thread_release(p, tn->t);
                 break;
             }
         }
-        pp__tls_head = tn->next;
-        pp__free(tn);
+        tls_head = tn->next;
+        pp__alloc_free(tn);
     }
-    pp__tls_last = NULL;
-    pthread_mutex_unlock(&pp__live_lock);
+    pp__thread_tls_last = NULL;
+    pthread_mutex_unlock(&live_lock);
 }
 
-unsigned pp__threads_in_use(pp_pool_t *pool)
+unsigned pp__thread_in_use(pp_pool_t *pool)
 {
     unsigned n = 0;
     for (pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads); t != NULL; t = t->next)
@@ -238,15 +238,15 @@ unsigned pp__threads_in_use(pp_pool_t *pool)
     return n;
 }
 
-void pp__threads_free(pp_pool_t *pool)
+void pp__thread_free_all(pp_pool_t *pool)
 {
     pp__thread_t *t = pp__atomic_load_relaxed(&pool->threads);
     while (t != NULL) {
         pp__thread_t *next = t->next;
-        pp__free(t->rq);
-        pp__free(t->count);
-        pp__free(t->mag);
-        pp__free(t);
+        pp__alloc_free(t->rq);
+        pp__alloc_free(t->count);
+        pp__alloc_free(t->mag);
+        pp__alloc_free(t);
         t = next;
     }
     pp__atomic_store_relaxed(&pool->threads, NULL);
@@ -263,5 +263,5 @@ void pp_quiescent(pp_pool_t *pool)
     if (t == NULL)
         return;   /* could not register: it holds no section either */
     t->qsbr = true;
-    pp__section_end(t);
+    pp__epoch_end(t);
 }

@@ -18,7 +18,7 @@
 
 #include "core/core.h"
 
-static bool pp__looks_like_xml_path(const char *spec)
+static bool looks_like_xml_path(const char *spec)
 {
     size_t len = strlen(spec);
     return strchr(spec, '/') != NULL ||
@@ -31,7 +31,7 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
         return PP_ENOMEM;
     int rc = 0;
     if (spec != NULL) {
-        rc = pp__looks_like_xml_path(spec)
+        rc = looks_like_xml_path(spec)
                  ? hwloc_topology_set_xml(pool->topo, spec)
                  : hwloc_topology_set_synthetic(pool->topo, spec);
     }
@@ -78,7 +78,7 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
         int last = hwloc_bitmap_last(hwloc_topology_get_complete_cpuset(pool->topo));
         pool->ncpus = last >= 0 ? last + 1 : 0;
         if (pool->ncpus > 0) {
-            pool->cpu_node = pp__calloc((size_t)pool->ncpus, 1);
+            pool->cpu_node = pp__alloc_zeroed((size_t)pool->ncpus, 1);
             if (pool->cpu_node == NULL) {
                 hwloc_bitmap_free(pool->run_cpus);
                 pool->run_cpus = NULL;
@@ -101,7 +101,7 @@ int pp__topology_load(pp_pool_t *pool, const char *spec)
 
 void pp__topology_free(pp_pool_t *pool)
 {
-    pp__free(pool->cpu_node);
+    pp__alloc_free(pool->cpu_node);
     pool->cpu_node = NULL;
     if (pool->run_cpus != NULL)
         hwloc_bitmap_free(pool->run_cpus);
@@ -111,19 +111,19 @@ void pp__topology_free(pp_pool_t *pool)
     pool->topo = NULL;
 }
 
-static hwloc_obj_t pp__numa_obj(pp_pool_t *pool, unsigned n)
+static hwloc_obj_t numa_obj(pp_pool_t *pool, unsigned n)
 {
     return hwloc_get_obj_by_type(pool->topo, HWLOC_OBJ_NUMANODE, n);
 }
 
-void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
+void *pp__topology_node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
 {
     void *p = NULL;
     *bound = false;
     if (!pp__alloc_note())
         return NULL;   /* injected failure (tests) */
     if (pool->thissystem) {
-        hwloc_obj_t obj = pp__numa_obj(pool, n);
+        hwloc_obj_t obj = numa_obj(pool, n);
         /* STRICT: without it hwloc returns memory even when the binding
          * failed, and we could not tell; with it, failure is NULL and we
          * fall back to ordinary pages below. */
@@ -139,7 +139,7 @@ void *pp__node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound)
     return p;
 }
 
-void pp__node_free(pp_pool_t *pool, void *p, size_t len)
+void pp__topology_node_free(pp_pool_t *pool, void *p, size_t len)
 {
     if (p != NULL)
         hwloc_free(pool->topo, p, len);
@@ -149,9 +149,9 @@ void pp__node_free(pp_pool_t *pool, void *p, size_t len)
  * records find each other by address.  huge: advise transparent huge pages
  * (madvise mode is the Debian default), one TLB entry for its 32768
  * entries where 4 KiB pages need 512.  Bound to node n like
- * pp__node_alloc's memory; untouched until the slots are handed out (a put
+ * pp__topology_node_alloc's memory; untouched until the slots are handed out (a put
  * writes them), and an mmap'd region is zero. */
-void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool huge, bool *bound)
+void *pp__topology_seg_alloc(pp_pool_t *pool, unsigned n, bool huge, bool *bound)
 {
     const size_t len = PP__SEG_BYTES;
     *bound = false;
@@ -173,7 +173,7 @@ void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool huge, bool *bound)
     (void)huge;
 #endif
     if (pool->thissystem) {
-        hwloc_obj_t obj = pp__numa_obj(pool, n);
+        hwloc_obj_t obj = numa_obj(pool, n);
         *bound = hwloc_set_area_membind(pool->topo, p, len, obj->nodeset, HWLOC_MEMBIND_BIND,
                                         HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_NOCPUBIND |
                                             HWLOC_MEMBIND_STRICT) == 0;
@@ -181,7 +181,7 @@ void *pp__node_alloc_seg(pp_pool_t *pool, unsigned n, bool huge, bool *bound)
     return p;
 }
 
-void pp__node_free_seg(void *p)
+void pp__topology_seg_free(void *p)
 {
     if (p != NULL)
         (void)munmap(p, PP__SEG_BYTES);
@@ -193,11 +193,11 @@ void pp__node_free_seg(void *p)
  * threads on that core and off its neighbours'); if the process runs on
  * none of the node's CPUs, to the node's CPUs its cgroup allows.  one_cpu:
  * the last of them only. */
-bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu)
+bool pp__topology_bind(pp_pool_t *pool, unsigned n, bool one_cpu)
 {
     if (!pool->thissystem)
         return false;
-    hwloc_obj_t obj = pp__numa_obj(pool, n);
+    hwloc_obj_t obj = numa_obj(pool, n);
     if (obj == NULL || hwloc_bitmap_iszero(obj->cpuset))
         return false;   /* a memory-only node: nothing to bind to */
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
@@ -216,7 +216,7 @@ bool pp__bind_thread_to_node(pp_pool_t *pool, unsigned n, bool one_cpu)
     return ok;
 }
 
-unsigned pp__current_node(pp_pool_t *pool, pp__thread_t *t)
+unsigned pp__topology_current_node(pp_pool_t *pool, pp__thread_t *t)
 {
     if (pool->nnodes == 1)
         return 0;

@@ -30,7 +30,7 @@ int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
     pthread_mutex_lock(&pool->track_lock);
     if (pool->track_n == pool->track_cap) {
         size_t cap = pool->track_cap ? pool->track_cap * 2 : 64;
-        pp__pinrec_t *recs = pp__realloc(pool->track_recs, cap * sizeof *recs);
+        pp__pinrec_t *recs = pp__alloc_resize(pool->track_recs, cap * sizeof *recs);
         if (recs == NULL) {
             rc = PP_ENOMEM;
             goto out;
@@ -68,7 +68,7 @@ void pp__track_unpin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref)
     pthread_mutex_unlock(&pool->track_lock);
 }
 
-static void pp__track_line(pp_pool_t *pool, const char *why, const pp__pinrec_t *r)
+static void track_line(pp_pool_t *pool, const char *why, const pp__pinrec_t *r)
 {
     pp__report(pool,
                "pinpool: %s: ref 0x%016" PRIx64 " (node %u slot %" PRIu32 " gen %" PRIu32
@@ -84,7 +84,7 @@ size_t pp__track_report_thread(pp_pool_t *pool, pp__thread_t *t)
     pthread_mutex_lock(&pool->track_lock);
     for (size_t i = 0; i < pool->track_n; i++) {
         if (pool->track_recs[i].t == t) {
-            pp__track_line(pool, "pin still held at thread exit", &pool->track_recs[i]);
+            track_line(pool, "pin still held at thread exit", &pool->track_recs[i]);
             pool->track_recs[i].t = NULL;   /* reported once; the record may be reused */
             n++;
         }
@@ -99,7 +99,7 @@ size_t pp__track_report_ref(pp_pool_t *pool, pp_ref_t ref)
     pthread_mutex_lock(&pool->track_lock);
     for (size_t i = 0; i < pool->track_n; i++) {
         if (pool->track_recs[i].ref == ref) {
-            pp__track_line(pool, "pin still held at destroy", &pool->track_recs[i]);
+            track_line(pool, "pin still held at destroy", &pool->track_recs[i]);
             n++;
         }
     }
@@ -109,7 +109,7 @@ size_t pp__track_report_ref(pp_pool_t *pool, pp_ref_t ref)
 
 void pp__track_free(pp_pool_t *pool)
 {
-    pp__free(pool->track_recs);
+    pp__alloc_free(pool->track_recs);
     pool->track_recs = NULL;
     pool->track_n = pool->track_cap = 0;
     pthread_mutex_destroy(&pool->track_lock);

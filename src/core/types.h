@@ -127,7 +127,7 @@ typedef struct pp__swaprec {
  * the word says PP_ADVISE_WONTNEED, so the swap thread finds those entries
  * without reading every word.  Allocated with the table's segment (swap
  * pools only), never freed before destroy. */
-typedef struct pp__advseg {
+typedef struct advseg {
     _Atomic uint64_t word[PP__SEG_SLOTS];
     _Atomic uint64_t wontneed[PP__SEG_SLOTS / 64];
 } pp__advseg_t;
@@ -167,7 +167,7 @@ typedef struct pp__node {
                                             waits: a push must bump `wake` */
         _Atomic uint64_t dying_bytes;    /* swap: resident bytes queued, not yet freed */
         _Atomic int64_t dead_in_io;      /* dead, unpinned, queued when their I/O ends
-                                            (pp__dead_in_io_note, pp__io_end) */
+                                            (pp__dead_in_io_note, pp__ioend_finish) */
         /* Wakes the reclaimer; written by its waits, so apart from what
          * every final unpin reads (`sleeping`). */
         struct ck_ec32 wake __attribute__((aligned(PP__PAD)));
@@ -222,10 +222,10 @@ typedef struct pp__node {
         _Atomic uint64_t promotions, demotions, full;
     } __attribute__((aligned(PP__PAD))) hot;
 
-    /* Swap (evict.c, load.c, swap.c); untouched without swap, but for the
+    /* Swap (swap/); untouched without swap, but for the
      * CLOCK hand (hand, hand_end), the drop and abandon counts and io_done,
      * which putters that drop PP_TYPE_DISCARD entries use one at a time
-     * (mem.c, pool->drop_busy).  The load queue and io_done are written by
+     * (room.c, pool->drop_busy).  The load queue and io_done are written by
      * pinning threads, the rest mostly by the node's swap thread. */
     struct {
         ck_stack_t load_q __attribute__((aligned(PP__PAD)));  /* queued loads */
@@ -286,7 +286,7 @@ struct pp_pool {
     _Atomic uint64_t resident;           /* reserved resident bytes, for mem_limit */
     _Atomic uint64_t resident_peak;
 
-    /* Swap (mem.c, evict.c, load.c, swap.c). */
+    /* Swap (swap/). */
     bool swap;
     bool compress;
     struct pp__swapdev *dev;
@@ -300,18 +300,18 @@ struct pp_pool {
     _Atomic uint64_t room_waits, room_enomem;
     /* The I/O engine (xfer.c): PP_IO_ENGINE_URING or _THREADS, its depth,
      * why it was chosen; bytes of victims whose write-out is in flight
-     * (resident still, on their way out: pp__above). */
+     * (resident still, on their way out: is_above). */
     unsigned io_engine, io_depth;
     char io_why[96];
     _Atomic uint64_t evict_inflight;
     struct ck_ec32 room_ec;              /* a pass ended, or bytes were freed */
 
-    /* PP_TYPE_DISCARD entries (evict.c drops them, mem.c makes room with
+    /* PP_TYPE_DISCARD entries (evict.c drops them, room.c makes room with
      * them), in pools with a limit; written only for those entries. */
     _Atomic uint64_t discard_entries;    /* droppable entries put, not yet freed */
     _Atomic uint64_t discard_dying;      /* their bytes queued, not yet freed: on
                                             their way out, so the hands do not
-                                            evict for them (pp__reclaim_push adds,
+                                            evict for them (pp__retire_push adds,
                                             the reclaimer subtracts) */
     _Atomic int drop_busy;               /* without swap: a putter runs the hands */
     _Atomic int io_closed;               /* destroy stops the swap threads: no
@@ -340,7 +340,7 @@ struct pp_pool {
     int ncpus;
     uint8_t *cpu_node;                   /* [ncpus] OS cpu index -> node */
 
-    /* Epochs and threads (epoch.c). */
+    /* Epochs and threads (epoch.c, thread.c). */
     ck_epoch_t epoch;
     pthread_mutex_t reg_lock;            /* thread list, recycling */
     pp__thread_t *_Atomic threads;       /* every record, newest first; added
@@ -355,7 +355,7 @@ struct pp_pool {
     size_t track_n, track_cap;
 
     sem_t started;                       /* reclaimers up */
-    struct pp_pool *next_live;           /* global registry, epoch.c */
+    struct pp_pool *next_live;           /* global registry, thread.c */
 };
 
 #endif /* PP_TYPES_H */

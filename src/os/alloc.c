@@ -5,7 +5,7 @@
  * One place to count allocations -- so tests can show that the lock-free
  * calls allocate nothing -- and to make them fail on purpose, so tests can
  * show that every allocation failure is a clean PP_ENOMEM.  Node memory
- * (tables, segments) goes through pp__node_alloc (topology.c), which counts
+ * (tables, segments) goes through pp__topology_node_alloc (topology.c), which counts
  * and fails here too.  The counter and the hooks exist in the testing
  * variant only (PP__TESTING, checks.h): in the product each call is the
  * allocator's, and fails only when the allocator does.
@@ -20,57 +20,57 @@
 #if PP__TESTING
 #include "testing/testhooks.h"   /* the allocation hooks, defined here */
 
-static _Atomic uint64_t pp__allocs;
-static _Atomic int64_t pp__fail_countdown = -1;   /* < 0: never fail */
-static _Atomic(pp__alloc_fault_fn) pp__fault_fn;
-static void *_Atomic pp__fault_ctx;
+static _Atomic uint64_t test_allocs;
+static _Atomic int64_t test_fail_countdown = -1;   /* < 0: never fail */
+static _Atomic(pp__alloc_fault_fn) fault_fn;
+static void *_Atomic test_fault_ctx;
 
 void pp__alloc_fault_hook(pp__alloc_fault_fn fail, void *ctx)
 {
-    pp__atomic_store_relaxed(&pp__fault_ctx, ctx);
+    pp__atomic_store_relaxed(&test_fault_ctx, ctx);
     /* release: the context is stored before the hook that reads it. */
-    pp__atomic_store_release(&pp__fault_fn, fail);
+    pp__atomic_store_release(&fault_fn, fail);
 }
 
 /* Counts one allocation of size bytes; false if it must fail (injected). */
-static bool pp__alloc_ok_size(size_t size)
+static bool alloc_ok_size(size_t size)
 {
-    pp__atomic_add_relaxed(&pp__allocs, 1);
+    pp__atomic_add_relaxed(&test_allocs, 1);
     /* acquire: pairs with the hook's release (its context). */
-    pp__alloc_fault_fn fail = pp__atomic_load_acquire(&pp__fault_fn);
-    if (PP__UNLIKELY(fail != NULL) && fail(size, pp__atomic_load_relaxed(&pp__fault_ctx)))
+    pp__alloc_fault_fn fail = pp__atomic_load_acquire(&fault_fn);
+    if (PP__UNLIKELY(fail != NULL) && fail(size, pp__atomic_load_relaxed(&test_fault_ctx)))
         return false;
-    int64_t left = pp__atomic_load_relaxed(&pp__fail_countdown);
+    int64_t left = pp__atomic_load_relaxed(&test_fail_countdown);
     while (left >= 0) {
-        if (pp__atomic_cas_weak_relaxed(&pp__fail_countdown, &left, left - 1))
+        if (pp__atomic_cas_weak_relaxed(&test_fail_countdown, &left, left - 1))
             return left != 0;
     }
     return true;
 }
 
-static bool pp__alloc_ok(void)
+static bool alloc_ok(void)
 {
-    return pp__alloc_ok_size(0);
+    return alloc_ok_size(0);
 }
 
 void pp__alloc_fail_after(int64_t n)
 {
-    pp__atomic_store_relaxed(&pp__fail_countdown, n);
+    pp__atomic_store_relaxed(&test_fail_countdown, n);
 }
 
 bool pp__alloc_note(void)
 {
-    return pp__alloc_ok();
+    return alloc_ok();
 }
 
 uint64_t pp__alloc_count(void)
 {
-    return pp__atomic_load_relaxed(&pp__allocs);
+    return pp__atomic_load_relaxed(&test_allocs);
 }
 
 #else /* !PP__TESTING: nothing counted, nothing failed on purpose */
 
-static inline bool pp__alloc_ok_size(size_t size)
+static inline bool alloc_ok_size(size_t size)
 {
     (void)size;
     return true;
@@ -83,25 +83,25 @@ bool pp__alloc_note(void)
 
 #endif
 
-void *pp__malloc(size_t size)
+void *pp__alloc_bytes(size_t size)
 {
-    return pp__alloc_ok_size(size) ? malloc(size) : NULL;
+    return alloc_ok_size(size) ? malloc(size) : NULL;
 }
 
-void *pp__calloc(size_t n, size_t size)
+void *pp__alloc_zeroed(size_t n, size_t size)
 {
-    return pp__alloc_ok_size(n * size) ? calloc(n, size) : NULL;
+    return alloc_ok_size(n * size) ? calloc(n, size) : NULL;
 }
 
-void *pp__realloc(void *p, size_t size)
+void *pp__alloc_resize(void *p, size_t size)
 {
-    return pp__alloc_ok_size(size) ? realloc(p, size) : NULL;
+    return alloc_ok_size(size) ? realloc(p, size) : NULL;
 }
 
-void *pp__aligned_alloc(size_t align, size_t size)
+void *pp__alloc_aligned(size_t align, size_t size)
 {
     void *p;
-    if (!pp__alloc_ok_size(size) || posix_memalign(&p, align, size) != 0)
+    if (!alloc_ok_size(size) || posix_memalign(&p, align, size) != 0)
         return NULL;
     memset(p, 0, size);
     return p;
@@ -118,13 +118,13 @@ void *pp__aligned_alloc(size_t align, size_t size)
  * as not, and its first touch costs a page fault per 4 KiB page, where a
  * huge page costs one (on the VM of docs/performance.md, 2.7 ms against
  * 0.55 ms to read and check 2 MiB). */
-void *pp__io_alloc(size_t n, bool direct)
+void *pp__alloc_io(size_t n, bool direct)
 {
     n = n > 0 ? n : 1;
     if (n < PP__HUGE && !direct)
-        return pp__malloc(n);
+        return pp__alloc_bytes(n);
     void *p;
-    if (!pp__alloc_ok_size(n) ||
+    if (!alloc_ok_size(n) ||
         posix_memalign(&p, n < PP__HUGE ? PP__SWAP_ALIGN : PP__HUGE,
                        (n + PP__SWAP_ALIGN - 1) / PP__SWAP_ALIGN * PP__SWAP_ALIGN) != 0)
         return NULL;
@@ -133,7 +133,7 @@ void *pp__io_alloc(size_t n, bool direct)
     return p;
 }
 
-void pp__free(void *p)
+void pp__alloc_free(void *p)
 {
     free(p);
 }

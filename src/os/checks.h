@@ -29,7 +29,7 @@
 
 /* Debug checks are compiled in every build and removed as dead code when
  * off (jemalloc's config_debug), so they never rot.  Three tiers, each
- * aborting with file and line (pp__die) -- a caller's misuse is an error
+ * aborting with file and line (pp__error_die) -- a caller's misuse is an error
  * code, never one of these:
  *   PP__CHECK(c)    always on: cheap, guards an internal invariant whose
  *                   violation would corrupt memory;
@@ -41,13 +41,13 @@
  *                   destroy. */
 static const bool pp__config_debug = PINPOOL_DEBUG != 0;
 
-_Noreturn void pp__die(const char *file, int line, const char *what);
+_Noreturn void pp__error_die(const char *file, int line, const char *what);
 #define PP__CHECK(cond)                                                        \
-    do { if (__builtin_expect(!(cond), 0)) pp__die(__FILE__, __LINE__, #cond); } while (0)
+    do { if (__builtin_expect(!(cond), 0)) pp__error_die(__FILE__, __LINE__, #cond); } while (0)
 #define PP__ASSERT(cond)                                                       \
-    do { if (pp__config_debug && !(cond)) pp__die(__FILE__, __LINE__, #cond); } while (0)
+    do { if (pp__config_debug && !(cond)) pp__error_die(__FILE__, __LINE__, #cond); } while (0)
 #define PP__EXPENSIVE(cond)                                                    \
-    do { if (pp__config_debug && !(cond)) pp__die(__FILE__, __LINE__, #cond); } while (0)
+    do { if (pp__config_debug && !(cond)) pp__error_die(__FILE__, __LINE__, #cond); } while (0)
 
 #define PP__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define PP__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -137,7 +137,7 @@ enum pp__test_point {
                              taken (arg: entry) */
     PP__TP_UNPIN_MANY_CHECKED, /* pin.c, pp_unpin_many: the batch passed its
                              check, no pin dropped yet (arg: the refs) */
-    PP__TP_SWAP_IDLE,     /* evict.c, a swap thread about to wait for work:
+    PP__TP_SWAP_IDLE,     /* swapper.c, a swap thread about to wait for work:
                              nothing in flight or held (arg: its node) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);

@@ -30,7 +30,7 @@ const char *pp_err_name(int err)
     }
 }
 
-_Noreturn void pp__die(const char *file, int line, const char *what)
+_Noreturn void pp__error_die(const char *file, int line, const char *what)
 {
     fprintf(stderr, "pinpool: internal invariant violated at %s:%d: %s\n",
             file, line, what);

@@ -53,17 +53,17 @@ int pp__ring_probe(char *why, size_t n)
 
 int pp__ring_new(unsigned depth, struct pp__swapdev *dev, pp__ring_t **out)
 {
-    pp__ring_t *r = pp__calloc(1, sizeof *r);
+    pp__ring_t *r = pp__alloc_zeroed(1, sizeof *r);
     if (r == NULL)
         return -ENOMEM;
-    r->instant_rq = pp__calloc(depth, sizeof *r->instant_rq);
-    r->instant_res = pp__calloc(depth, sizeof *r->instant_res);
+    r->instant_rq = pp__alloc_zeroed(depth, sizeof *r->instant_rq);
+    r->instant_res = pp__alloc_zeroed(depth, sizeof *r->instant_res);
     int rc = r->instant_rq == NULL || r->instant_res == NULL ? -ENOMEM
              : io_uring_queue_init(depth, &r->ring, 0);
     if (rc < 0) {
-        pp__free(r->instant_rq);
-        pp__free(r->instant_res);
-        pp__free(r);
+        pp__alloc_free(r->instant_rq);
+        pp__alloc_free(r->instant_res);
+        pp__alloc_free(r);
         return rc;
     }
     r->dev = dev;
@@ -77,9 +77,9 @@ void pp__ring_free(pp__ring_t *r)
     if (r == NULL)
         return;
     io_uring_queue_exit(&r->ring);
-    pp__free(r->instant_rq);
-    pp__free(r->instant_res);
-    pp__free(r);
+    pp__alloc_free(r->instant_rq);
+    pp__alloc_free(r->instant_res);
+    pp__alloc_free(r);
 }
 
 void pp__ring_queue(pp__ring_t *r, pp__ioreq_t *rq)

@@ -19,12 +19,12 @@ typedef struct pp__filedev {
     int *fds;                          /* [nstreams], -1 when not created */
 } pp__filedev_t;
 
-static void pp__filedev_stream_name(const pp__swapdev_t *d, unsigned s, char *out, size_t len)
+static void filedev_stream_name(const pp__swapdev_t *d, unsigned s, char *out, size_t len)
 {
     snprintf(out, len, "%s/node%u.swap", d->path, s);
 }
 
-static void pp__filedev_close(pp__swapdev_t *d)
+static void filedev_close(pp__swapdev_t *d)
 {
     pp__filedev_t *f = d->impl;
     if (f != NULL) {
@@ -32,16 +32,16 @@ static void pp__filedev_close(pp__swapdev_t *d)
             if (f->fds[s] < 0)
                 continue;
             char name[sizeof d->path + 32];
-            pp__filedev_stream_name(d, s, name, sizeof name);
+            filedev_stream_name(d, s, name, sizeof name);
             close(f->fds[s]);
             unlink(name);
         }
-        pp__free(f->fds);
-        pp__free(f);
+        pp__alloc_free(f->fds);
+        pp__alloc_free(f);
     }
     if (d->path[0] != '\0')
         rmdir(d->path);
-    pp__free(d);
+    pp__alloc_free(d);
 }
 
 /* With O_DIRECT: 0 if page-aligned buffers, lengths and offsets suffice
@@ -50,7 +50,7 @@ static void pp__filedev_close(pp__swapdev_t *d)
  * (statx without STATX_DIOALIGN, Linux before 6.1, or a file system that
  * does not fill it in), the open's success is taken as the answer: 4096
  * covers every logical block size up to a page. */
-static int pp__filedev_dio_check(int fd)
+static int filedev_dio_check(int fd)
 {
 #ifdef STATX_DIOALIGN
     struct statx sx;
@@ -66,14 +66,14 @@ static int pp__filedev_dio_check(int fd)
     return 0;
 }
 
-static int pp__filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstreams)
+static int filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstreams)
 {
-    pp__filedev_t *f = pp__calloc(1, sizeof *f);
+    pp__filedev_t *f = pp__alloc_zeroed(1, sizeof *f);
     if (f == NULL)
         return -ENOMEM;
-    f->fds = pp__malloc(nstreams * sizeof *f->fds);
+    f->fds = pp__alloc_bytes(nstreams * sizeof *f->fds);
     if (f->fds == NULL) {
-        pp__free(f);
+        pp__alloc_free(f);
         return -ENOMEM;
     }
     for (unsigned s = 0; s < nstreams; s++)
@@ -92,7 +92,7 @@ static int pp__filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstre
     int oflags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | (d->direct ? O_DIRECT : 0);
     for (unsigned s = 0; s < nstreams; s++) {
         char name[sizeof d->path + 32];
-        pp__filedev_stream_name(d, s, name, sizeof name);
+        filedev_stream_name(d, s, name, sizeof name);
         int fd = open(name, oflags, 0600);
         if (fd < 0) {
             int err = errno;
@@ -101,11 +101,11 @@ static int pp__filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstre
              * private, so whatever is there is ours. */
             if (d->direct && err == EINVAL)
                 unlink(name);
-            return -err;                 /* pp__filedev_close removes what exists */
+            return -err;                 /* filedev_close removes what exists */
         }
         f->fds[s] = fd;
         if (d->direct) {
-            int rc = pp__filedev_dio_check(fd);
+            int rc = filedev_dio_check(fd);
             if (rc != 0)
                 return rc;
         }
@@ -114,8 +114,8 @@ static int pp__filedev_open(pp__swapdev_t *d, const char *parent, unsigned nstre
     return 0;
 }
 
-static ssize_t pp__filedev_write(pp__swapdev_t *d, unsigned s, const void *buf, size_t n,
-                                 uint64_t off)
+static ssize_t filedev_write(pp__swapdev_t *d, unsigned s, const void *buf, size_t n,
+                             uint64_t off)
 {
     pp__filedev_t *f = d->impl;
     ssize_t r;
@@ -125,7 +125,7 @@ static ssize_t pp__filedev_write(pp__swapdev_t *d, unsigned s, const void *buf, 
     return r < 0 ? -errno : r;
 }
 
-static ssize_t pp__filedev_read(pp__swapdev_t *d, unsigned s, void *buf, size_t n, uint64_t off)
+static ssize_t filedev_read(pp__swapdev_t *d, unsigned s, void *buf, size_t n, uint64_t off)
 {
     pp__filedev_t *f = d->impl;
     ssize_t r;
@@ -135,7 +135,7 @@ static ssize_t pp__filedev_read(pp__swapdev_t *d, unsigned s, void *buf, size_t 
     return r < 0 ? -errno : r;
 }
 
-static int pp__filedev_drop(pp__swapdev_t *d, unsigned s, uint64_t off, uint64_t len)
+static int filedev_drop(pp__swapdev_t *d, unsigned s, uint64_t off, uint64_t len)
 {
     pp__filedev_t *f = d->impl;
     if (fallocate(f->fds[s], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
@@ -144,7 +144,7 @@ static int pp__filedev_drop(pp__swapdev_t *d, unsigned s, uint64_t off, uint64_t
     return 0;
 }
 
-static int pp__filedev_sync(pp__swapdev_t *d, unsigned s)
+static int filedev_sync(pp__swapdev_t *d, unsigned s)
 {
     pp__filedev_t *f = d->impl;
     if (sync_file_range(f->fds[s], 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
@@ -152,7 +152,7 @@ static int pp__filedev_sync(pp__swapdev_t *d, unsigned s)
     return 0;
 }
 
-static int pp__filedev_fd(pp__swapdev_t *d, unsigned s)
+static int filedev_fd(pp__swapdev_t *d, unsigned s)
 {
     pp__filedev_t *f = d->impl;
     return f->fds[s];
@@ -160,15 +160,15 @@ static int pp__filedev_fd(pp__swapdev_t *d, unsigned s)
 
 pp__swapdev_t *pp__swapdev_file_new(void)
 {
-    pp__swapdev_t *d = pp__calloc(1, sizeof *d);
+    pp__swapdev_t *d = pp__alloc_zeroed(1, sizeof *d);
     if (d == NULL)
         return NULL;
-    d->open = pp__filedev_open;
-    d->write = pp__filedev_write;
-    d->read = pp__filedev_read;
-    d->drop = pp__filedev_drop;
-    d->sync = pp__filedev_sync;
-    d->fd = pp__filedev_fd;
-    d->close = pp__filedev_close;
+    d->open = filedev_open;
+    d->write = filedev_write;
+    d->read = filedev_read;
+    d->drop = filedev_drop;
+    d->sync = filedev_sync;
+    d->fd = filedev_fd;
+    d->close = filedev_close;
     return d;
 }

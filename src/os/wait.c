@@ -3,7 +3,7 @@
  * operations of Concurrency Kit's event counts (ck_ec) on Linux futexes,
  * and the monotonic clock.  The reclaimers, the swap threads, the putters
  * that wait for room or for the backlog, and the pinners that wait for an
- * I/O all wait through pp__ec_mode.
+ * I/O all wait through pp__wait_ec_mode.
  */
 #include <limits.h>
 #include <linux/futex.h>
@@ -64,12 +64,12 @@ static const struct ck_ec_ops ec_ops = {
 };
 
 /* Many producers: any thread may bump an event count. */
-const struct ck_ec_mode pp__ec_mode = {
+const struct ck_ec_mode pp__wait_ec_mode = {
     .ops = &ec_ops,
     .single_producer = false,
 };
 
-uint64_t pp__now_ns(void)
+uint64_t pp__wait_now_ns(void)
 {
     struct timespec ts;
     /* vDSO on x86-64 Linux: no system call. */

@@ -3,7 +3,7 @@
  * reclaim queues (retire.c pushes onto them).
  *
  * The reclaimer takes each thread's queue for its node with one batch pop
- * (pp__reclaim_collect), hands each round's lists to ck_epoch_call as one
+ * (reclaim_collect), hands each round's lists to ck_epoch_call as one
  * batch (pp__rbatch_t) on its own epoch record, and polls the epoch.
  * Callbacks whose grace period has passed are collected (not run inside
  * libck), then each entry is freed -- the type's free function, exactly
@@ -61,25 +61,25 @@ typedef struct pp__rstate {
     pp__rbatch_t all[PP__RBATCHES];
 } pp__rstate_t;
 
-static void pp__epoch_cb(ck_epoch_entry_t *ee);
-static void pp__epoch_batch_cb(ck_epoch_entry_t *ee);
+static void epoch_cb(ck_epoch_entry_t *ee);
+static void epoch_batch_cb(ck_epoch_entry_t *ee);
 
 /* Hands the current batch to the epoch. */
-static void pp__rbatch_close(pp__rstate_t *rs)
+static void rbatch_close(pp__rstate_t *rs)
 {
     if (rs->cur == NULL)
         return;
-    ck_epoch_call(rs->rec, &rs->cur->ee, pp__epoch_batch_cb);
+    ck_epoch_call(rs->rec, &rs->cur->ee, epoch_batch_cb);
     rs->pending++;
     rs->cur = NULL;
 }
 
 /* Adds one list popped from a thread's queue to this round's batch, or, if
  * every batch is in flight, gives each of its entries a callback. */
-static void pp__rbatch_add(pp__rstate_t *rs, ck_stack_entry_t *list)
+static void rbatch_add(pp__rstate_t *rs, ck_stack_entry_t *list)
 {
     if (rs->cur != NULL && rs->cur->n == PP__RBATCH_LISTS)
-        pp__rbatch_close(rs);
+        rbatch_close(rs);
     if (rs->cur == NULL && rs->free != NULL) {
         rs->cur = rs->free;
         rs->free = rs->cur->next;
@@ -91,7 +91,7 @@ static void pp__rbatch_add(pp__rstate_t *rs, ck_stack_entry_t *list)
     }
     while (list != NULL) {
         ck_stack_entry_t *next = list->next;
-        ck_epoch_call(rs->rec, &pp__cold(pp__entry_of_link(list))->q.epoch, pp__epoch_cb);
+        ck_epoch_call(rs->rec, &pp__cold(pp__entry_of_link(list))->q.epoch, epoch_cb);
         rs->pending++;
         list = next;
     }
@@ -99,7 +99,7 @@ static void pp__rbatch_add(pp__rstate_t *rs, ck_stack_entry_t *list)
 
 /* Takes every entry queued for node n, from every thread's queue, into
  * batches; true if there was any. */
-static bool pp__reclaim_collect(pp_pool_t *pool, unsigned n, pp__rstate_t *rs)
+static bool reclaim_collect(pp_pool_t *pool, unsigned n, pp__rstate_t *rs)
 {
     bool any = false;
     /* acquire: pairs with the registration's release (the record's queues
@@ -109,18 +109,18 @@ static bool pp__reclaim_collect(pp_pool_t *pool, unsigned n, pp__rstate_t *rs)
             continue;
         ck_stack_entry_t *list = ck_stack_batch_pop_upmc(&t->rq[n].s);
         if (list != NULL) {
-            pp__rbatch_add(rs, list);
+            rbatch_add(rs, list);
             any = true;
         }
     }
-    pp__rbatch_close(rs);
+    rbatch_close(rs);
     return any;
 }
 
 /* Whether any thread's queue for node n holds an entry. */
-static bool pp__reclaim_queued(pp_pool_t *pool, unsigned n)
+static bool reclaim_queued(pp_pool_t *pool, unsigned n)
 {
-    /* acquire: as in pp__reclaim_collect. */
+    /* acquire: as in reclaim_collect. */
     for (pp__thread_t *t = pp__atomic_load_acquire(&pool->threads); t != NULL; t = t->next)
         if (ck_pr_load_ptr(&t->rq[n].s.head) != NULL)
             return true;
@@ -131,14 +131,14 @@ static bool pp__reclaim_queued(pp_pool_t *pool, unsigned n)
  * the deadline (NULL: none) passes.  The wait is announced in `sleeping`:
  * the first push that sees it bumps `wake` (one futex wake per wait); the
  * pushes made while the reclaimer works pay one load. */
-static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
-                               const struct timespec *deadline)
+static void reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
+                           const struct timespec *deadline)
 {
     pp__atomic_store_relaxed(&node->prod.sleeping, 1);
-    /* seq_cst: see pp__reclaim_push. */
+    /* seq_cst: see pp__retire_push. */
     pp__atomic_fence_seq_cst();
-    if (!pp__reclaim_queued(pool, node->index))
-        ck_ec32_wait(&node->prod.wake, &pp__ec_mode, seen, deadline);
+    if (!reclaim_queued(pool, node->index))
+        ck_ec32_wait(&node->prod.wake, &pp__wait_ec_mode, seen, deadline);
     pp__atomic_store_relaxed(&node->prod.sleeping, 0);
 }
 
@@ -149,28 +149,28 @@ static void pp__reclaimer_wait(pp_pool_t *pool, pp__node_t *node, uint32_t seen,
 /* Entries whose grace period has passed, collected by the epoch callback
  * (which only runs on the reclaimer thread, inside ck_epoch_poll or
  * ck_epoch_reclaim). */
-static __thread ck_stack_t *pp__ready_sink;
-static __thread pp__rbatch_t *pp__ready_batches;
+static __thread ck_stack_t *ready_sink;
+static __thread pp__rbatch_t *ready_batches;
 
-static void pp__epoch_cb(ck_epoch_entry_t *ee)
+static void epoch_cb(ck_epoch_entry_t *ee)
 {
     pp__entry_t *e = pp__entry_of_epoch(ee);
     /* q.epoch is dead from here on; reuse q.link for the ready list. */
     pp__cold_t *c = pp__cold(e);
-    c->q.link.next = pp__ready_sink->head;
-    pp__ready_sink->head = &c->q.link;
+    c->q.link.next = ready_sink->head;
+    ready_sink->head = &c->q.link;
 }
 
-static void pp__epoch_batch_cb(ck_epoch_entry_t *ee)
+static void epoch_batch_cb(ck_epoch_entry_t *ee)
 {
     pp__rbatch_t *b = (pp__rbatch_t *)(void *)((char *)ee - offsetof(pp__rbatch_t, ee));
-    b->next = pp__ready_batches;
-    pp__ready_batches = b;
+    b->next = ready_batches;
+    ready_batches = b;
 }
 
 /* Lag histogram: buckets 0..3 hold 0..3 ns exactly; above, 4 buckets per
  * power of two (precision 25%). */
-unsigned pp__lag_bucket(uint64_t ns)
+unsigned pp__reclaim_lag_bucket(uint64_t ns)
 {
     if (ns < 4)
         return (unsigned)ns;
@@ -180,7 +180,7 @@ unsigned pp__lag_bucket(uint64_t ns)
     return b < PP__LAG_BUCKETS ? b : PP__LAG_BUCKETS - 1;
 }
 
-uint64_t pp__lag_bucket_upper(unsigned b)
+uint64_t pp__reclaim_lag_top(unsigned b)
 {
     if (b < 4)
         return b;
@@ -190,21 +190,21 @@ uint64_t pp__lag_bucket_upper(unsigned b)
     return (((uint64_t)4 + sub + 1) << (k - 2)) - 1;
 }
 
-static void pp__lag_record(pp__node_t *node, uint64_t lag_ns)
+static void lag_record(pp__node_t *node, uint64_t lag_ns)
 {
     pp__counter_add(&node->rc.lag_count, 1);
     pp__counter_add(&node->rc.lag_total_ns, lag_ns);
     if (lag_ns > pp__atomic_load_relaxed(&node->rc.lag_max_ns))
         pp__atomic_store_relaxed(&node->rc.lag_max_ns, lag_ns);
-    pp__counter_add(&node->rc.lag_hist[pp__lag_bucket(lag_ns)], 1);
+    pp__counter_add(&node->rc.lag_hist[pp__reclaim_lag_bucket(lag_ns)], 1);
 }
 
 /* Calls the free function (if the data is in memory), drops the swap copy
  * (if any) and accounts for both -- except the node's resident_bytes, on
  * the putters' line, which the caller subtracts: the bytes returned.  pw
  * is the entry's word, not changed. */
-static uint64_t pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                                    uint64_t pw)
+static uint64_t entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
+                                uint64_t pw)
 {
     pp__cold_t *c = pp__cold(e);
     const pp_type_t *type = c->type;
@@ -232,40 +232,40 @@ static uint64_t pp__entry_free_data(pp_pool_t *pool, pp__node_t *node, pp__entry
  * of that happens before anything that acquires this count (pp_pool_stats,
  * hence pp_pool_drain, whose return thus also sees the slots' new state
  * and the retired_slots count). */
-static void pp__count_free(pp__node_t *node, uint64_t n)
+static void count_free(pp__node_t *node, uint64_t n)
 {
     pp__atomic_store_release(&node->rc.frees, pp__atomic_load_relaxed(&node->rc.frees) + n);
 }
 
 /* What the reclaimer's frees take off the putters' line (resident_bytes,
  * the backlog), subtracted once per PP__FREED_CHUNK frees and at the end
- * of each round (pp__freed_flush), not once per free: that line is the one
+ * of each round (freed_flush), not once per free: that line is the one
  * every put and every final unpin writes, and a subtraction per free made
  * it move between the reclaimer and them all the time.  The frees are
  * counted after, so a drain that sees them sees the counters down. */
 #define PP__FREED_CHUNK 32u
 
-typedef struct pp__freed {
+typedef struct freed_tls {
     uint64_t n, resident, charge;
 } pp__freed_t;
 
-static __thread pp__freed_t pp__freed;
+static __thread pp__freed_t freed_tls;
 
-static void pp__freed_flush(pp_pool_t *pool, pp__node_t *node)
+static void freed_flush(pp_pool_t *pool, pp__node_t *node)
 {
-    pp__freed_t *f = &pp__freed;
+    pp__freed_t *f = &freed_tls;
     if (f->n == 0)
         return;
     if (f->resident != 0)
         pp__atomic_sub_relaxed(&node->put.resident_bytes, f->resident);
     pp__backlog_sub(pool, node, f->charge);   /* may wake waiting puts */
-    pp__count_free(node, f->n);
+    count_free(node, f->n);
     f->n = f->resident = f->charge = 0;
 }
 
 /* Makes the slot FREE (same generation: stale refs keep failing) and gives
  * it back for reuse, or retires it if its generation is exhausted. */
-static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+static void slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     uint32_t gen = pp__word_gen(pw);
@@ -278,10 +278,10 @@ static void pp__slot_recycle(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         pp__counter_add(&node->rc.retired_slots, 1);   /* never reissue a ref */
         return;
     }
-    pp__slot_free(pool, node->index, e);
+    pp__table_slot_free(pool, node->index, e);
 }
 
-static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
+static void reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
     /* TSan: every read section that could have seen e ended before now. */
     PP__TSAN_ACQUIRE(&pool->tsan_token);
@@ -290,16 +290,16 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
                   (PP__F_LIVE | PP__F_DEAD | PP__F_QUEUED) &&
               pp__pw_pins(pw) == 0);
     pp__cold_t *c = pp__cold(e);
-    uint32_t now_us = c->queued_us != PP__LAG_NONE ? (uint32_t)(pp__now_ns() / 1000u) : 0;
+    uint32_t now_us = c->queued_us != PP__LAG_NONE ? (uint32_t)(pp__wait_now_ns() / 1000u) : 0;
     size_t size = c->size;
     uint64_t charge = pp__backlog_charge(e, pw);
     bool discard = pp__droppable(pool, c->type, size);
     PP__YIELD(RECLAIM);
-    uint64_t resident = pp__entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
+    uint64_t resident = entry_free_data(pool, node, e, pw);   /* unreserves its bytes */
     /* After the unreserve, then a wake: a waiter that still sees these
-     * bytes dying is woken after they are free (mem.c).  release: the
+     * bytes dying is woken after they are free (room.c).  release: the
      * unreserve happens before a waiter's acquire that no longer counts
-     * them (pp__dying_wait). */
+     * them (dying_wait). */
     if (discard) {
         pp__atomic_sub_release(&pool->discard_dying, size);
         pp__atomic_sub_relaxed(&pool->discard_entries, 1);
@@ -309,33 +309,33 @@ static void pp__reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
         pp__atomic_sub_release(&node->prod.dying_bytes, size);
     if ((discard || (pool->swap && (pw & PP__F_RESIDENT))) &&
         pp__atomic_load_relaxed(&pool->room_want) != 0)
-        ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
+        ck_ec32_inc(&pool->room_ec, &pp__wait_ec_mode);
     if (c->queued_us != PP__LAG_NONE)
-        pp__lag_record(node, (uint64_t)(uint32_t)(now_us - c->queued_us) * 1000u);
+        lag_record(node, (uint64_t)(uint32_t)(now_us - c->queued_us) * 1000u);
     PP__YIELD(RECLAIM);
-    pp__slot_recycle(pool, node, e);
-    pp__freed.n++;
-    pp__freed.resident += resident;
-    pp__freed.charge += charge;
-    if (pp__freed.n == PP__FREED_CHUNK)
-        pp__freed_flush(pool, node);
+    slot_recycle(pool, node, e);
+    freed_tls.n++;
+    freed_tls.resident += resident;
+    freed_tls.charge += charge;
+    if (freed_tls.n == PP__FREED_CHUNK)
+        freed_flush(pool, node);
 }
 
-static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
-                          pp__rstate_t *rs)
+static void run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
+                      pp__rstate_t *rs)
 {
     ck_stack_entry_t *s = ready->head;
     ready->head = NULL;
     while (s != NULL) {
         ck_stack_entry_t *next = s->next;
         PP__YIELD(RECLAIM);   /* the entry's grace period has passed */
-        pp__reclaim_entry(pool, node, pp__entry_of_link(s));
+        reclaim_entry(pool, node, pp__entry_of_link(s));
         PP__CHECK(rs->pending > 0);
         rs->pending--;
         s = next;
     }
-    pp__rbatch_t *b = pp__ready_batches;
-    pp__ready_batches = NULL;
+    pp__rbatch_t *b = ready_batches;
+    ready_batches = NULL;
     while (b != NULL) {
         pp__rbatch_t *bnext = b->next;
         for (unsigned i = 0; i < b->n; i++) {
@@ -348,7 +348,7 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
                     __builtin_prefetch(pp__entry_of_link(next));
                 }
                 PP__YIELD(RECLAIM);
-                pp__reclaim_entry(pool, node, pp__entry_of_link(s));
+                reclaim_entry(pool, node, pp__entry_of_link(s));
                 s = next;
             }
         }
@@ -358,7 +358,7 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
         rs->free = b;
         b = bnext;
     }
-    pp__freed_flush(pool, node);
+    freed_flush(pool, node);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -368,15 +368,15 @@ static void pp__run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
 /* Frees everything queued for node n now, without a grace period (destroy:
  * no reader remains), until its queues are empty: the frees may queue more
  * on any node.  True if it freed anything. */
-static bool pp__reclaim_drain_now(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
-                                  ck_stack_t *ready)
+static bool reclaim_drain_now(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
+                              ck_stack_t *ready)
 {
     bool any = false;
     for (;;) {
-        bool batch = pp__reclaim_collect(pool, node->index, rs);
+        bool batch = reclaim_collect(pool, node->index, rs);
         if (rs->pending > 0) {
             ck_epoch_reclaim(rs->rec);   /* dispatches every callback pending */
-            pp__run_ready(pool, node, ready, rs);
+            run_ready(pool, node, ready, rs);
         }
         PP__CHECK(rs->pending == 0);
         if (!batch)
@@ -396,7 +396,7 @@ struct pp__sweep {
  * own queue, and freed at once -- so what its free releases on this node
  * is freed before the sweep goes on, and a release on another node lands
  * on a reclaimer that still runs rounds (pp__reclaim_stop). */
-static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
+static void sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
 {
     struct pp__sweep *sw = arg;
     pp__node_t *node = pool->nodes[n];
@@ -422,26 +422,26 @@ static void pp__sweep_one(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg
     pp__counter_add(&node->rc.leaked_owned, 1);
     /* Queued on this thread's own record, unless a callback holds a pin:
      * then its unpin queues it. */
-    pp__entry_kill(pool, n, e, gen, node->rc.rt);
+    pp__retire_kill(pool, n, e, gen, node->rc.rt);
     sw->work = true;
-    (void)pp__reclaim_drain_now(pool, node, sw->rs, sw->ready);
+    (void)reclaim_drain_now(pool, node, sw->rs, sw->ready);
 }
 
 /* One of destroy's rounds on this node: frees what is queued, kills and
  * frees every entry still owned.  True if it did anything. */
-static bool pp__reclaim_round(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
-                              ck_stack_t *ready)
+static bool reclaim_round(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
+                          ck_stack_t *ready)
 {
     struct pp__sweep sw = {rs, ready, false};
-    bool work = pp__reclaim_drain_now(pool, node, rs, ready);
-    pp__table_foreach(pool, node->index, pp__sweep_one, &sw);
+    bool work = reclaim_drain_now(pool, node, rs, ready);
+    pp__table_foreach(pool, node->index, sweep_one, &sw);
     return work || sw.work;
 }
 
 /* After stop: runs the rounds destroy asks for (pp__reclaim_stop), each
  * answered on the pool's semaphore, until it asks this reclaimer to leave. */
-static void pp__reclaimer_rounds(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
-                                 ck_stack_t *ready)
+static void reclaimer_rounds(pp_pool_t *pool, pp__node_t *node, pp__rstate_t *rs,
+                             ck_stack_t *ready)
 {
     uint32_t done = 0;
     for (;;) {
@@ -453,16 +453,16 @@ static void pp__reclaimer_rounds(pp_pool_t *pool, pp__node_t *node, pp__rstate_t
         if (round == PP__ROUND_EXIT)
             return;
         if (round == done) {
-            ck_ec32_wait(&node->prod.wake, &pp__ec_mode, seen, NULL);
+            ck_ec32_wait(&node->prod.wake, &pp__wait_ec_mode, seen, NULL);
             continue;
         }
-        pp__atomic_store_relaxed(&node->rc.round_work, pp__reclaim_round(pool, node, rs, ready));
+        pp__atomic_store_relaxed(&node->rc.round_work, reclaim_round(pool, node, rs, ready));
         done = round;
         sem_post(&pool->started);        /* orders the round's work before destroy's wait */
     }
 }
 
-static void *pp__reclaimer_main(void *arg)
+static void *reclaimer_main(void *arg)
 {
     pp__node_t *node = arg;
     pp_pool_t *pool = node->pool;
@@ -483,22 +483,22 @@ static void *pp__reclaimer_main(void *arg)
      * pulled by the kernel onto the CPU of the thread that woke it, and
      * waited there behind that busy thread for a time slice (reclaim lag of
      * 1-2 ms instead of microseconds, pinbench). */
-    pp__atomic_store_relaxed(&node->rc.cpu_bound, pp__bind_thread_to_node(pool, node->index, true));
-    pp__ready_sink = &ready;
-    pp__ready_batches = NULL;
+    pp__atomic_store_relaxed(&node->rc.cpu_bound, pp__topology_bind(pool, node->index, true));
+    ready_sink = &ready;
+    ready_batches = NULL;
     sem_post(&pool->started);
 
     for (;;) {
         /* Snapshot before looking at the queue: a push after this point
          * changes the value, so the wait below cannot miss it. */
         uint32_t seen = ck_ec32_value(&node->prod.wake);
-        bool batch = pp__reclaim_collect(pool, node->index, &rs);
+        bool batch = reclaim_collect(pool, node->index, &rs);
         if (batch)
             PP__YIELD(RECLAIM);
         if (rs.pending > 0) {
             ck_epoch_poll(rs.rec);
             pp__counter_add(&node->rc.grace_polls, 1);
-            pp__run_ready(pool, node, &ready, &rs);
+            run_ready(pool, node, &ready, &rs);
         }
         if (batch) {
             backoff_ns = 20000;
@@ -509,12 +509,12 @@ static void *pp__reclaimer_main(void *arg)
         if (pp__atomic_load_acquire(&node->rc.stop)) {
             if (rs.pending > 0) {
                 ck_epoch_reclaim(rs.rec);   /* no readers remain: dispatch all */
-                pp__run_ready(pool, node, &ready, &rs);
+                run_ready(pool, node, &ready, &rs);
             }
             PP__CHECK(rs.pending == 0);
             /* Pushes that happened before stop may have landed after the
              * pop above: go round again until the queue is empty. */
-            if (!pp__reclaim_queued(pool, node->index))
+            if (!reclaim_queued(pool, node->index))
                 break;
             continue;
         }
@@ -526,16 +526,16 @@ static void *pp__reclaimer_main(void *arg)
                 deadline.tv_sec++;
                 deadline.tv_nsec -= 1000000000;
             }
-            pp__reclaimer_wait(pool, node, seen, &deadline);
+            reclaimer_wait(pool, node, seen, &deadline);
             backoff_ns = backoff_ns >= 500000 ? 1000000 : backoff_ns * 2;
         } else {
             backoff_ns = 20000;
-            pp__reclaimer_wait(pool, node, seen, NULL);
+            reclaimer_wait(pool, node, seen, NULL);
         }
     }
 
-    pp__reclaimer_rounds(pool, node, &rs, &ready);
-    pp__ready_sink = NULL;
+    reclaimer_rounds(pool, node, &rs, &ready);
+    ready_sink = NULL;
     return NULL;
 }
 
@@ -547,7 +547,7 @@ int pp__reclaim_start(pp_pool_t *pool)
         node->rc.rt = pp__thread_new_reclaimer(pool);
         if (node->rc.rt == NULL)
             return PP_ENOMEM;
-        if (pthread_create(&node->rc.thread, NULL, pp__reclaimer_main, node) != 0)
+        if (pthread_create(&node->rc.thread, NULL, reclaimer_main, node) != 0)
             return PP_ENOMEM;
         node->rc.started = true;
     }
@@ -559,7 +559,7 @@ int pp__reclaim_start(pp_pool_t *pool)
 }
 
 /* Asks every started reclaimer for round r (or to leave) and wakes it. */
-static void pp__rounds_ask(pp_pool_t *pool, uint32_t r)
+static void rounds_ask(pp_pool_t *pool, uint32_t r)
 {
     /* release: the answers to the last round (their frees, their pushes
      * onto other nodes' queues), which this thread acquired from the
@@ -568,7 +568,7 @@ static void pp__rounds_ask(pp_pool_t *pool, uint32_t r)
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
         if (node != NULL && node->rc.started)
-            ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
+            ck_ec32_inc(&node->prod.wake, &pp__wait_ec_mode);
     }
 }
 
@@ -583,7 +583,7 @@ void pp__reclaim_stop(pp_pool_t *pool)
         /* release: everything the pool's users did happens before the
          * reclaimer's final drain and sweep. */
         pp__atomic_store_release(&node->rc.stop, 1);
-        ck_ec32_inc(&node->prod.wake, &pp__ec_mode);
+        ck_ec32_inc(&node->prod.wake, &pp__wait_ec_mode);
     }
     /* Rounds until one in which no reclaimer freed or swept anything.  A
      * free may release, put or unpin entries of any node, so a round on
@@ -593,7 +593,7 @@ void pp__reclaim_stop(pp_pool_t *pool)
      * made in one round is seen by its reclaimer in the next. */
     for (uint32_t r = 1; started != 0; r++) {
         PP__CHECK(r != PP__ROUND_EXIT);
-        pp__rounds_ask(pool, r);
+        rounds_ask(pool, r);
         bool work = false;
         for (unsigned i = 0; i < started; i++) {
             while (sem_wait(&pool->started) != 0 && errno == EINTR)
@@ -607,7 +607,7 @@ void pp__reclaim_stop(pp_pool_t *pool)
         if (!work)
             break;
     }
-    pp__rounds_ask(pool, PP__ROUND_EXIT);
+    rounds_ask(pool, PP__ROUND_EXIT);
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
         if (node == NULL || !node->rc.started)

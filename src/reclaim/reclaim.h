@@ -12,7 +12,7 @@
 int pp__reclaim_start(pp_pool_t *pool);
 void pp__reclaim_stop(pp_pool_t *pool);
 /* The lag histogram: the bucket of a lag of ns, and the top of bucket b. */
-unsigned pp__lag_bucket(uint64_t ns);
-uint64_t pp__lag_bucket_upper(unsigned b);
+unsigned pp__reclaim_lag_bucket(uint64_t ns);
+uint64_t pp__reclaim_lag_top(unsigned b);
 
 #endif /* PP_RECLAIM_H */

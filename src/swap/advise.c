@@ -1,14 +1,14 @@
 /*
  * advise.c -- eviction advice, as pp_advise sets it (pin.c) and the hand
- * reads it (evict.c).  The transitions of the entry's words are untouched: advice lives
- * beside the table (types.h, pp__advseg_t), one word per slot tagged with
+ * reads it (evict.c).  The transitions of the entry's words are untouched:
+ * advice lives beside the table (types.h, pp__advseg_t), one word per slot tagged with
  * the entry's generation, so it is a hint the hand reads and never a state
  * any invariant depends on.  A pin always wins over it: the eviction path
  * is the one of entry.h, whose claim needs an unpinned entry.
  *
  *   WONTNEED  the entry's bit is set in its segment's wontneed bitmap; the
  *             swap thread evicts such entries before it turns the CLOCK
- *             hand (evict.c, pp__evict_advised): clean ones first, then
+ *             hand (evict.c, evict_advised): clean ones first, then
  *             dirty ones, highest slot first, and the hand gives them no
  *             second chance.  An eviction consumes the advice.
  *   WILLNEED  starts the load of a swapped entry (as pp_prefetch) and asks
@@ -27,17 +27,17 @@
  */
 #include "swap/swap.h"
 
-static inline pp__advseg_t *pp__advseg(const pp__node_t *node, uint32_t slot)
+static inline pp__advseg_t *advseg(const pp__node_t *node, uint32_t slot)
 {
     /* acquire: pairs with the segment's release-install (table.c). */
     return pp__atomic_load_acquire(&node->adv[slot >> PP__SEG_SHIFT]);
 }
 
-unsigned pp__advice_of(const pp__node_t *node, uint32_t slot, uint64_t pw)
+unsigned pp__advise_of(const pp__node_t *node, uint32_t slot, uint64_t pw)
 {
     if (node->adv == NULL)
         return PP_ADVISE_NORMAL;
-    const pp__advseg_t *seg = pp__advseg(node, slot);
+    const pp__advseg_t *seg = advseg(node, slot);
     if (seg == NULL)
         return PP_ADVISE_NORMAL;
     /* relaxed: a hint, validated by its generation. */
@@ -48,7 +48,7 @@ unsigned pp__advice_of(const pp__node_t *node, uint32_t slot, uint64_t pw)
 /* Sets or clears slot's wontneed bit, keeping node->sw.advised in step
  * with the bits (each bit changes under one atomic RMW, so exactly one
  * thread counts each change). */
-static void pp__wontneed_bit(pp__node_t *node, pp__advseg_t *seg, uint32_t slot, bool set)
+static void wontneed_bit(pp__node_t *node, pp__advseg_t *seg, uint32_t slot, bool set)
 {
     uint32_t i = slot & (PP__SEG_SLOTS - 1);
     uint64_t bit = (uint64_t)1 << (i & 63);
@@ -63,11 +63,11 @@ static void pp__wontneed_bit(pp__node_t *node, pp__advseg_t *seg, uint32_t slot,
     }
 }
 
-void pp__advice_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned advice)
+void pp__advise_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned advice)
 {
     if (node->adv == NULL)
         return;
-    pp__advseg_t *seg = pp__advseg(node, slot);
+    pp__advseg_t *seg = advseg(node, slot);
     if (seg == NULL)
         return;
     uint64_t expect = ((uint64_t)pp__word_gen(pw) << 32) | advice;
@@ -75,17 +75,17 @@ void pp__advice_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned a
     (void)pp__atomic_cas_strong_relaxed(&seg->word[slot & (PP__SEG_SLOTS - 1)], &expect,
                                         (uint64_t)pp__word_gen(pw) << 32);
     if (advice == PP_ADVISE_WONTNEED)
-        pp__wontneed_bit(node, seg, slot, false);
+        wontneed_bit(node, seg, slot, false);
 }
 
-void pp__advice_forget(pp__node_t *node, uint32_t slot)
+void pp__advise_forget(pp__node_t *node, uint32_t slot)
 {
-    pp__advseg_t *seg = node->adv != NULL ? pp__advseg(node, slot) : NULL;
+    pp__advseg_t *seg = node->adv != NULL ? advseg(node, slot) : NULL;
     if (seg != NULL)
-        pp__wontneed_bit(node, seg, slot, false);
+        wontneed_bit(node, seg, slot, false);
 }
 
-bool pp__advised_next(pp__node_t *node, uint32_t *slot)
+bool pp__advise_next_wontneed(pp__node_t *node, uint32_t *slot)
 {
     /* From *slot (exclusive) down to 0: the next slot whose wontneed bit
      * is set.  *slot == UINT32_MAX starts at the top of the table. */
@@ -95,13 +95,13 @@ bool pp__advised_next(pp__node_t *node, uint32_t *slot)
     uint32_t s = *slot == UINT32_MAX || *slot > end ? end : *slot;
     while (s > 0) {
         uint32_t top = s - 1;            /* the highest slot still to look at */
-        const pp__advseg_t *seg = pp__advseg(node, top);
+        const pp__advseg_t *seg = advseg(node, top);
         if (seg == NULL) {
             s = top & ~(PP__SEG_SLOTS - 1);
             continue;
         }
         uint32_t i = top & (PP__SEG_SLOTS - 1);
-        /* relaxed: see pp__wontneed_bit. */
+        /* relaxed: see wontneed_bit. */
         uint64_t bits = pp__atomic_load_relaxed(&seg->wontneed[i >> 6]);
         unsigned shift = 63 - (i & 63);
         bits = (bits << shift) >> shift; /* bits 0..(i & 63) */
@@ -114,12 +114,12 @@ bool pp__advised_next(pp__node_t *node, uint32_t *slot)
     return false;
 }
 
-void pp__advice_set(pp__node_t *node, uint32_t slot, uint32_t gen, unsigned advice)
+void pp__advise_set(pp__node_t *node, uint32_t slot, uint32_t gen, unsigned advice)
 {
-    pp__advseg_t *seg = pp__advseg(node, slot);
+    pp__advseg_t *seg = advseg(node, slot);
     PP__CHECK(seg != NULL);              /* installed before the entry's segment */
     /* relaxed: a hint for the swap thread, tagged with the generation. */
     pp__atomic_store_relaxed(&seg->word[slot & (PP__SEG_SLOTS - 1)],
                              ((uint64_t)gen << 32) | advice);
-    pp__wontneed_bit(node, seg, slot, advice == PP_ADVISE_WONTNEED);
+    wontneed_bit(node, seg, slot, advice == PP_ADVISE_WONTNEED);
 }

@@ -18,21 +18,21 @@
  *
  * Drops.  A claimed entry of a PP_TYPE_DISCARD type (pp__droppable) is not
  * written: one CAS that expects exactly the claimed word makes it DEAD,
- * with EVICTING kept (pp__evict_drop) -- as the commit, a pin in between
+ * with EVICTING kept (evict_drop) -- as the commit, a pin in between
  * makes it fail, and the drop is abandoned.  From that CAS on, pins, gets
  * and advice fail (dead), and retains and releases too (they check the
  * word, owner.c); the drop then takes the owners that are left and ends
  * its claim, which queues the entry for its reclaimer like a last
  * release.  Its bytes are freed there, after a grace period, and until
  * then count in pool->discard_dying: the hand does not evict for bytes on
- * their way out (pp__above), or it would drop every cache entry before
+ * their way out (is_above), or it would drop every cache entry before
  * the first is freed.  Without swap the same hand runs on a putter that
  * needs room (room.c), where only DISCARD entries are candidates (every
  * other entry is NOSWAP there).
  *
  * Advice (advise.c).  Before the hand turns, a pass evicts the entries
  * advised PP_ADVISE_WONTNEED, clean ones first, through the same claim and
- * commit (pp__evict_advised); the hand gives them no second chance and
+ * commit (evict_advised); the hand gives them no second chance and
  * spares PP_ADVISE_WILLNEED ones once more.  With advice in use the hand
  * evicts only down to the high watermark: the rest of the batch comes from
  * advised entries as tasks end.
@@ -53,15 +53,15 @@
  * released, and t queues it for its reclaimer.  Returns its bytes, now on
  * their way out (the push counted them in discard_dying), or 0 if a pin,
  * get or release changed the word since the claim (abandoned). */
-static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                               uint32_t slot, uint64_t claimed, pp__thread_t *t)
+static uint64_t evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
+                           uint32_t slot, uint64_t claimed, pp__thread_t *t)
 {
     pp__cold_t *c = pp__cold(e);
     size_t size = c->size;               /* ours to read: the claim keeps the slot */
     bool held = false;
     /* Counted before the death, as a release that finds an I/O in flight
      * counts itself: a drain that starts once the entry reads dead waits
-     * for its push (pp__io_end gives the count back). */
+     * for its push (pp__ioend_finish gives the count back). */
     pp__dead_in_io_note(pool, node->index, true, &held);
     PP__TEST_POINT(DROP_CLAIMED, e);
     PP__YIELD(EVICT);
@@ -69,14 +69,14 @@ static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e
     /* The death, EVICTING kept (the slot stays ours until the end below). */
     if (!pp__pw_drop_kill(e, &expect)) {
         pp__dead_in_io_note(pool, node->index, false, &held);
-        pp__evict_abandon(pool, node, e, false, true, t);   /* a pin won */
+        pp__ioend_abandon(pool, node, e, false, true, t);   /* a pin won */
         return 0;
     }
     PP__TEST_POINT(DROP_DEAD, e);
     PP__YIELD(EVICT);
     /* Its owners go with it.  A release that read the word alive before
      * the death may still take the last one: it then finds the entry dead
-     * and leaves it to us (pp__entry_kill).  acquire (the load, and the
+     * and leaves it to us (pp__retire_kill).  acquire (the load, and the
      * CAS that takes the rest): pairs with the releases' acq_rel, so what
      * the owners wrote before their releases reaches the free through the
      * push, as a last release's kill carries it. */
@@ -85,8 +85,8 @@ static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e
            !pp__atomic_cas_weak_acquire(&c->ow, &ow, ow & ~PP__OWNERS_MASK))
         ;
     pp__counter_add(&node->sw.drops, 1);
-    if (pp__advice_of(node, slot, claimed) == PP_ADVISE_WONTNEED) {
-        pp__advice_consume(node, slot, claimed, PP_ADVISE_WONTNEED);
+    if (pp__advise_of(node, slot, claimed) == PP_ADVISE_WONTNEED) {
+        pp__advise_consume(node, slot, claimed, PP_ADVISE_WONTNEED);
         pp__counter_add(&node->sw.ev_advised, 1);   /* advice in use (pp__evict_pass) */
     }
     /* The end of the claim: dead, no pin (none can come), so QUEUED and
@@ -94,13 +94,13 @@ static uint64_t pp__evict_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e
     uint64_t pw = pp__atomic_load_relaxed(&e->pw), next;
     while (!pp__pw_drop_end(e, &pw, &next))
         ;
-    pp__io_end(pool, node->index, e, next, t);
+    pp__ioend_finish(pool, node->index, e, next, t);
     return size;
 }
 
 /* The io_uring engine: waits until every write-out in flight ended;
  * returns the bytes they freed (async false: none in flight, 0). */
-static uint64_t pp__evict_drain(pp_pool_t *pool, pp__node_t *node, bool async)
+static uint64_t evict_drain(pp_pool_t *pool, pp__node_t *node, bool async)
 {
     if (!async)
         return 0;
@@ -113,9 +113,9 @@ static uint64_t pp__evict_drain(pp_pool_t *pool, pp__node_t *node, bool async)
  * out).  *spared counts a candidate passed over for its recency bit or its
  * WILLNEED advice; with ignore_ref it is taken anyway, and so is one
  * advised WONTNEED.  t queues what dies here (pp__evict_pass). */
-static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
-                              uint32_t slot, bool ignore_ref, uint64_t *spared,
-                              pp__thread_t *t)
+static uint64_t evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
+                          uint32_t slot, bool ignore_ref, uint64_t *spared,
+                          pp__thread_t *t)
 {
     const uint64_t want = PP__F_LIVE | PP__F_RESIDENT;
     const uint64_t bad = PP__F_DEAD | PP__F_QUEUED | PP__F_ESCAPED | PP__F_BUSY | PP__F_NOSWAP;
@@ -125,11 +125,11 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
         pp__xfer_reap(pool, node, true);
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if ((pw & (want | bad)) == want) {
-        unsigned advice = pp__advice_of(node, slot, pw);
+        unsigned advice = pp__advise_of(node, slot, pw);
         if (advice == PP_ADVISE_WONTNEED) {
             ignore_ref = true;
         } else if (advice == PP_ADVISE_WILLNEED && !ignore_ref) {
-            pp__advice_consume(node, slot, pw, advice);   /* spared once more */
+            pp__advise_consume(node, slot, pw, advice);   /* spared once more */
             (*spared)++;
             return 0;
         }
@@ -162,20 +162,20 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
     PP__YIELD(EVICT);
     /* The type is ours to read now (the claim's acquire, the slot kept). */
     if (pp__droppable(pool, pp__cold(e)->type, pp__cold(e)->size))
-        return pp__evict_drop(pool, node, e, slot, claimed, t);
+        return evict_drop(pool, node, e, slot, claimed, t);
     if (write && (pw & PP__F_SWAPPED))
         pp__swap_drop(pool, node, e);    /* the stale copy */
     if (write && pp__xfer_of(node, t) != NULL) {
         /* The io_uring engine writes it out while the hand goes on; the
-         * write-out ends in pp__evict_end (xfer.c), its bytes counted by
-         * the pass when they are freed. */
+         * write-out ends in pp__ioend_evict when its last request does
+         * (xfer.c), its bytes counted by the pass when they are freed. */
         int rc = pp__xfer_write(pool, node, e, slot, claimed);
         if (rc == 0)
             return 0;
-        return pp__evict_end(pool, node, e, slot, claimed, write, rc, t, pp__xfer_keep);
+        return pp__ioend_evict(pool, node, e, slot, claimed, write, rc, t, pp__xfer_keep);
     }
     int rc = write ? pp__swap_save(pool, node, e, claimed) : 0;
-    return pp__evict_end(pool, node, e, slot, claimed, write, rc, t, pp__xfer_keep);
+    return pp__ioend_evict(pool, node, e, slot, claimed, write, rc, t, pp__xfer_keep);
 }
 
 /* Whether the pool is above mark, counting the room loaders wait for and
@@ -183,7 +183,7 @@ static uint64_t pp__evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
  * for their reclaimer, nor those of victims being written out: evicting
  * for those would drop every cache entry
  * before the first one is freed. */
-static bool pp__above(pp_pool_t *pool, uint64_t mark)
+static bool is_above(pp_pool_t *pool, uint64_t mark)
 {
     uint64_t want = pp__atomic_load_relaxed(&pool->room_want) +
                     pp__atomic_load_relaxed(&pool->room_hint);
@@ -194,10 +194,10 @@ static bool pp__above(pp_pool_t *pool, uint64_t mark)
     return pp__atomic_load_relaxed(&pool->resident) + want > mark + dying;
 }
 
-bool pp__evict_needed(pp_pool_t *pool) { return pp__above(pool, pool->low_wm); }
+bool pp__evict_needed(pp_pool_t *pool) { return is_above(pool, pool->low_wm); }
 
 /* Whether t has write-outs in flight on node (the io_uring engine). */
-static bool pp__evict_writing(const pp__node_t *node, const pp__thread_t *t)
+static bool evict_writing(const pp__node_t *node, const pp__thread_t *t)
 {
     return pp__xfer_of(node, t) != NULL && pp__xfer_writes(node) > 0;
 }
@@ -207,23 +207,23 @@ static bool pp__evict_writing(const pp__node_t *node, const pp__thread_t *t)
  * until eviction is no longer needed (or, with *force, one was freed).
  * An advised entry that has nothing to evict (swapped, dead) loses its bit;
  * a pinned or busy one keeps it and is tried again next pass. */
-static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force,
-                                  pp__thread_t *t)
+static uint64_t evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force,
+                              pp__thread_t *t)
 {
     uint64_t freed = 0, spared = 0;
     for (int clean_only = 1; clean_only >= 0; clean_only--) {
         uint32_t slot = UINT32_MAX;
         /* Forced: until one is freed, or (io_uring) on its way out. */
         while (pp__atomic_load_relaxed(&node->sw.advised) != 0 &&
-               ((*force && !pp__evict_writing(node, t)) || pp__evict_needed(pool)) &&
-               pp__advised_next(node, &slot)) {
+               ((*force && !evict_writing(node, t)) || pp__evict_needed(pool)) &&
+               pp__advise_next_wontneed(node, &slot)) {
             /* acquire: pairs with the segment's release-install. */
             pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
             pp__entry_t *e = &seg[slot & (PP__SEG_SLOTS - 1)];
             uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-            unsigned advice = pp__advice_of(node, slot, pw);
+            unsigned advice = pp__advise_of(node, slot, pw);
             if (advice != PP_ADVISE_WONTNEED) {
-                pp__advice_forget(node, slot);   /* advised again, or stale */
+                pp__advise_forget(node, slot);   /* advised again, or stale */
                 continue;
             }
             if ((pw & (PP__F_LIVE | PP__F_RESIDENT | PP__F_DEAD)) != (PP__F_LIVE | PP__F_RESIDENT)) {
@@ -231,13 +231,13 @@ static uint64_t pp__evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force
                  * entry not in memory is dropped); a load in flight may
                  * make it resident, so its advice waits for the next pass. */
                 if (!(pw & PP__F_BUSY))
-                    pp__advice_consume(node, slot, pw, PP_ADVISE_WONTNEED);
+                    pp__advise_consume(node, slot, pw, PP_ADVISE_WONTNEED);
                 continue;
             }
             bool clean = (pw & PP__F_SWAPPED) && !(pw & PP__F_DIRTY);
             if (clean_only && !clean)
                 continue;
-            uint64_t got = pp__evict_one(pool, node, e, slot, true, &spared, t);
+            uint64_t got = evict_one(pool, node, e, slot, true, &spared, t);
             if (got > 0) {
                 freed += got;
                 *force = false;
@@ -270,7 +270,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
     uint64_t hand_mark = pool->low_wm;
     if (pp__atomic_load_relaxed(&node->sw.advised) != 0 ||
         pp__atomic_load_relaxed(&node->sw.ev_advised) != 0) {
-        freed = pp__evict_advised(pool, node, &force, t);
+        freed = evict_advised(pool, node, &force, t);
         hand_mark = pool->high_wm;
     }
     /* The io_uring engine (xfer.c) writes victims out while the hand
@@ -283,13 +283,13 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
     bool async = pp__xfer_of(node, t) != NULL;
     for (;;) {
         if (i == sweeps) {
-            freed += pp__evict_drain(pool, node, async);
+            freed += evict_drain(pool, node, async);
             if (freed != 0 || spared == 0 || ignore_ref)
                 break;
             ignore_ref = true;           /* the third sweep */
             sweeps += slots;
         }
-        bool above = pp__above(pool, hand_mark);
+        bool above = is_above(pool, hand_mark);
         if (async && pp__xfer_writes(node) > 0 && (pp__xfer_writes_full(node) || !above)) {
             pp__xfer_reap(pool, node, true);
             freed += pp__xfer_freed(node);
@@ -313,15 +313,15 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
         if (seg == NULL)
             continue;
-        uint64_t got = pp__evict_one(pool, node, &seg[slot & (PP__SEG_SLOTS - 1)], slot,
-                                     ignore_ref, &spared, t);
+        uint64_t got = evict_one(pool, node, &seg[slot & (PP__SEG_SLOTS - 1)], slot,
+                                 ignore_ref, &spared, t);
         if (got > 0) {
             freed += got;
             force = false;
         }
     }
-    freed += pp__evict_drain(pool, node, async);
-    *stuck = freed == 0 && i == sweeps && (force || pp__above(pool, hand_mark));
+    freed += evict_drain(pool, node, async);
+    *stuck = freed == 0 && i == sweeps && (force || is_above(pool, hand_mark));
     return freed;
 }
 
@@ -330,7 +330,7 @@ int pp__evict_room(pp_pool_t *pool, pp__node_t *node, size_t size)
 {
     int rc = pp__mem_take(pool, size);
     if (rc != 0 && size <= pool->mem_limit) {
-        /* The pass evicts for these bytes too (pp__above). */
+        /* The pass evicts for these bytes too (is_above). */
         pp__atomic_add_relaxed(&pool->room_want, size);
         bool stuck;
         (void)pp__evict_pass(pool, node, true, &stuck, node->sw.st);

@@ -14,8 +14,8 @@
 /* Loads e (claimed LOADING by the caller) and commits.  PP__LOAD_PIN takes
  * a pin in the commit (and DIRTY with PP_PIN_WRITE); evictor is the node
  * whose swap thread runs the load (it may evict for it, never waits). */
-static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
-                        unsigned flags, pp__node_t *evictor, pp__thread_t *t, void **data)
+static int load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
+                    unsigned flags, pp__node_t *evictor, pp__thread_t *t, void **data)
 {
     /* Pre (internal.h): the caller claimed LOADING on a swapped entry of
      * node n. */
@@ -31,11 +31,11 @@ static int pp__load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__lo
         if (rc != 0)
             pp__mem_unreserve(pool, size);
     }
-    return pp__load_commit(pool, n, e, mode, flags, rc, mem, t, data);
+    return pp__ioend_load(pool, n, e, mode, flags, rc, mem, t, data);
 }
 
 /* Queues a load (pp__load_start); e is claimed LOADING. */
-static int pp__load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
+static int load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 {
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     for (;;) {
@@ -50,7 +50,7 @@ static int pp__load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
     /* The push's CAS hands the claimed entry to the swap thread. */
     ck_stack_push_upmc(&node->sw.load_q, &pp__cold(e)->q.link);
-    ck_ec32_inc(&node->sw.io_wake, &pp__ec_mode);
+    ck_ec32_inc(&node->sw.io_wake, &pp__wait_ec_mode);
     return 0;
 }
 
@@ -63,9 +63,9 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
      * this push, which the swap thread's last round then cancels, or this
      * call sees the pool closed and queues nothing. */
     if (!pp__in_callback())
-        return pp__load_queue(pool, e, ref);
+        return load_queue(pool, e, ref);
     pp__atomic_add_seq_cst(&pool->cb_loads, 1);
-    int rc = pp__atomic_load_seq_cst(&pool->io_closed) ? PP_EAGAIN : pp__load_queue(pool, e, ref);
+    int rc = pp__atomic_load_seq_cst(&pool->io_closed) ? PP_EAGAIN : load_queue(pool, e, ref);
     /* release: the push happens before destroy's acquire of the count. */
     pp__atomic_sub_release(&pool->cb_loads, 1);
     return rc;
@@ -74,11 +74,11 @@ int pp__load_start(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
 int pp__load_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, unsigned flags, pp__thread_t *t,
                  void **data)
 {
-    return pp__load_run(pool, n, e, PP__LOAD_PIN, flags, NULL, t, data);
+    return load_run(pool, n, e, PP__LOAD_PIN, flags, NULL, t, data);
 }
 
 int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evictor,
                   pp__thread_t *t)
 {
-    return pp__load_run(pool, n, e, PP__LOAD_ONLY, 0, evictor, t, NULL);
+    return load_run(pool, n, e, PP__LOAD_ONLY, 0, evictor, t, NULL);
 }

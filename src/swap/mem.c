@@ -13,14 +13,14 @@
 void pp__mem_kick_all(pp_pool_t *pool)
 {
     for (unsigned n = 0; n < pool->nnodes; n++)
-        ck_ec32_inc(&pool->nodes[n]->sw.io_wake, &pp__ec_mode);
+        ck_ec32_inc(&pool->nodes[n]->sw.io_wake, &pp__wait_ec_mode);
 }
 
 void pp__mem_discard_freed(pp_pool_t *pool)
 {
     /* Between the unreserve and the end of its count in discard_dying, a
      * free of a DISCARD entry makes the pool look lower than it is to a
-     * pass (pp__above: resident bytes minus dying ones), which may have
+     * pass (is_above: resident bytes minus dying ones), which may have
      * stopped there; past the high watermark nothing else would start
      * another. */
     if (pool->swap && pp__atomic_load_relaxed(&pool->resident) > pool->high_wm)
@@ -52,7 +52,7 @@ void pp__mem_unreserve(pp_pool_t *pool, size_t size)
         return;
     pp__atomic_sub_relaxed(&pool->resident, size);
     if (pp__atomic_load_relaxed(&pool->room_want) != 0)
-        ck_ec32_inc(&pool->room_ec, &pp__ec_mode);   /* room waiters, swap or drops */
+        ck_ec32_inc(&pool->room_ec, &pp__wait_ec_mode);   /* room waiters, swap or drops */
 }
 
 int pp__mem_take(pp_pool_t *pool, size_t size)

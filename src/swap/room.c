@@ -12,10 +12,10 @@
  * PP_TYPE_DISCARD entries.  A pass drops them rather than write them
  * (evict.c).  Their bytes are freed by the reclaimer after a grace period,
  * and until then the passes count them as room on its way.  So a waiter
- * whose room is among them waits for their frees (pp__dying_wait) instead
+ * whose room is among them waits for their frees (dying_wait) instead
  * of asking again.  Without swap there are no swap threads, and nothing
  * but those entries to evict: a put that does not fit runs the nodes'
- * hands itself, one putter at a time (pp__drop_pass), then waits for the
+ * hands itself, one putter at a time (drop_pass), then waits for the
  * frees the same way.  A pool without DISCARD entries keeps its hard cap:
  * PP_ENOMEM at once.
  */
@@ -30,7 +30,7 @@
 /* Evictions, drops and loads done so far, all nodes: passes that each
  * found nothing may have run at different moments, and between them loads
  * may have made entries resident that can go now. */
-static uint64_t pp__room_progress(pp_pool_t *pool)
+static uint64_t room_progress(pp_pool_t *pool)
 {
     uint64_t p = 0;
     for (unsigned n = 0; n < pool->nnodes; n++) {
@@ -44,13 +44,13 @@ static uint64_t pp__room_progress(pp_pool_t *pool)
 
 /* After passes that left no room: waits for bytes of dead entries on their
  * way to their reclaimers -- those of DISCARD entries only (discard: the
- * passes did not evict for them, pp__above), or every dying byte (the
+ * passes did not evict for them, is_above), or every dying byte (the
  * passes found nothing to evict).  1: size fits now (reserved); 0: bytes
  * were freed, or the reclaimers are still at it, or (discard) none is
  * dying any more: ask again; PP_ENOMEM: nothing is dying (not discard),
  * or this thread's own QSBR section holds that grace period back, or
  * reclaimers that poll their epoch freed nothing for 10 ms. */
-static int pp__dying_wait(pp_pool_t *pool, size_t size, bool discard)
+static int dying_wait(pp_pool_t *pool, size_t size, bool discard)
 {
     uint32_t seen = ck_ec32_value(&pool->room_ec);
     if (pp__mem_try(pool, size))
@@ -86,7 +86,7 @@ static int pp__dying_wait(pp_pool_t *pool, size_t size, bool discard)
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000L;
     }
-    if (ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, &deadline) != 0) {
+    if (ck_ec32_wait(&pool->room_ec, &pp__wait_ec_mode, seen, &deadline) != 0) {
         uint64_t later = 0, later_polls = 0;
         for (unsigned n = 0; n < pool->nnodes; n++) {
             later += pp__atomic_load_relaxed(&pool->nodes[n]->rc.frees);
@@ -103,7 +103,7 @@ static int pp__dying_wait(pp_pool_t *pool, size_t size, bool discard)
 }
 
 /* Asks every swap thread for a pass and waits for room. */
-static int pp__room_wait(pp_pool_t *pool, size_t size)
+static int room_wait(pp_pool_t *pool, size_t size)
 {
     int rc = PP_ENOMEM;
     uint64_t progress = UINT64_MAX;      /* at the last round of stuck passes */
@@ -128,7 +128,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
                 served = pp__atomic_load_acquire(&pool->nodes[n]->sw.pass_seq) >= seq;
             }
             if (!served)
-                ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, NULL);
+                ck_ec32_wait(&pool->room_ec, &pp__wait_ec_mode, seen, NULL);
         }
         if (pp__mem_try(pool, size)) {
             rc = 0;
@@ -141,7 +141,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
             /* Every node's pass found nothing.  Passes on different nodes
              * run at different moments: unless nothing was evicted or
              * loaded anywhere since the last such round, ask again. */
-            uint64_t now = pp__room_progress(pool);
+            uint64_t now = room_progress(pool);
             if (now != progress) {
                 progress = now;
                 continue;
@@ -155,7 +155,7 @@ static int pp__room_wait(pp_pool_t *pool, size_t size)
         /* Stuck, or the room is on its way: DISCARD entries dropped (or
          * dead) and not yet freed, which the passes do not evict for.
          * Asking again at once would only spin until their free. */
-        int w = pp__dying_wait(pool, size, !stuck);
+        int w = dying_wait(pool, size, !stuck);
         if (w != 0) {
             rc = w > 0 ? 0 : PP_ENOMEM;
             break;
@@ -171,7 +171,7 @@ out:
 }
 
 /* The reclaimers' frees so far, all nodes. */
-static uint64_t pp__frees(pp_pool_t *pool)
+static uint64_t frees_so_far(pp_pool_t *pool)
 {
     uint64_t f = 0;
     for (unsigned n = 0; n < pool->nnodes; n++)
@@ -179,7 +179,7 @@ static uint64_t pp__frees(pp_pool_t *pool)
     return f;
 }
 
-#define PP__DROP_OTHER UINT64_MAX        /* pp__drop_pass: another putter ran it */
+#define PP__DROP_OTHER UINT64_MAX        /* drop_pass: another putter ran it */
 
 /* Without swap: runs every node's CLOCK hand on the calling thread t,
  * which drops PP_TYPE_DISCARD entries (every other entry is NOSWAP here)
@@ -189,7 +189,7 @@ static uint64_t pp__frees(pp_pool_t *pool)
  * in a pool with swap, and have no thread here.  A putter that finds
  * another at it waits for the end of that pass if it may wait (and at once
  * if not), and returns PP__DROP_OTHER. */
-static uint64_t pp__drop_pass(pp_pool_t *pool, pp__thread_t *t, bool wait)
+static uint64_t drop_pass(pp_pool_t *pool, pp__thread_t *t, bool wait)
 {
     uint32_t seen = ck_ec32_value(&pool->room_ec);
     int free_ = 0;
@@ -197,7 +197,7 @@ static uint64_t pp__drop_pass(pp_pool_t *pool, pp__thread_t *t, bool wait)
      * counters and advice bits as the last putter's pass left them. */
     if (!pp__atomic_cas_strong_acquire(&pool->drop_busy, &free_, 1)) {
         if (wait)
-            ck_ec32_wait(&pool->room_ec, &pp__ec_mode, seen, NULL);   /* bumped below */
+            ck_ec32_wait(&pool->room_ec, &pp__wait_ec_mode, seen, NULL);   /* bumped below */
         return PP__DROP_OTHER;
     }
     uint64_t dropped = 0;
@@ -207,20 +207,20 @@ static uint64_t pp__drop_pass(pp_pool_t *pool, pp__thread_t *t, bool wait)
     }
     /* release: see the acquire above. */
     pp__atomic_store_release(&pool->drop_busy, 0);
-    ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
+    ck_ec32_inc(&pool->room_ec, &pp__wait_ec_mode);
     return dropped;
 }
 
 /* Without swap: room for a put that does not fit, by dropping DISCARD
- * entries (pp__drop_pass) and waiting for their reclaimers to free them
- * (pp__dying_wait).  PP_ENOMEM at once if no DISCARD entry is left (the
+ * entries (drop_pass) and waiting for their reclaimers to free them
+ * (dying_wait).  PP_ENOMEM at once if no DISCARD entry is left (the
  * hard cap of a pool that has none), or once a pass of this thread's
  * dropped nothing with nothing dying, twice with no free in between (a
- * pass may stop short while a free is between its two counts, evict.c
- * pp__above, and others may take what was freed).  Without wait
+ * pass may stop short while a free is between its two counts, as evict.c's
+ * is_above says, and others may take what was freed).  Without wait
  * (PP_PUT_NOWAIT): one pass, then PP_EAGAIN if something is on its way (a
  * retry may fit). */
-static int pp__room_drop(pp_pool_t *pool, size_t size, bool wait)
+static int room_drop(pp_pool_t *pool, size_t size, bool wait)
 {
     if (pp__atomic_load_relaxed(&pool->discard_entries) == 0)
         return PP_ENOMEM;
@@ -233,12 +233,12 @@ static int pp__room_drop(pp_pool_t *pool, size_t size, bool wait)
         pp__atomic_add_relaxed(&pool->room_waits, 1);
     pp__atomic_add_relaxed(&pool->room_want, size);
     for (;;) {
-        uint64_t dropped = pp__drop_pass(pool, t, wait);
+        uint64_t dropped = drop_pass(pool, t, wait);
         if (pp__mem_try(pool, size)) {
             rc = 0;
             break;
         }
-        /* acquire: as in pp__dying_wait. */
+        /* acquire: as in dying_wait. */
         bool dying = pp__atomic_load_acquire(&pool->discard_dying) != 0;
         if (!wait) {
             rc = !dying && pp__mem_try(pool, size) ? 0
@@ -249,7 +249,7 @@ static int pp__room_drop(pp_pool_t *pool, size_t size, bool wait)
         if (dropped == PP__DROP_OTHER)
             continue;                    /* another putter's pass ended: run ours */
         if (!dying && dropped == 0) {
-            uint64_t now = pp__frees(pool);
+            uint64_t now = frees_so_far(pool);
             if (now == progress) {
                 rc = pp__mem_try(pool, size) ? 0 : PP_ENOMEM;
                 break;
@@ -257,7 +257,7 @@ static int pp__room_drop(pp_pool_t *pool, size_t size, bool wait)
             progress = now;
             continue;
         }
-        rc = pp__dying_wait(pool, size, true);
+        rc = dying_wait(pool, size, true);
         if (rc != 0) {
             rc = rc > 0 ? 0 : PP_ENOMEM;
             break;
@@ -275,7 +275,7 @@ int pp__room_reserve(pp_pool_t *pool, size_t size)
         return 0;
     if (size > pool->mem_limit)
         return PP_ENOMEM;                /* never fits: evict nothing for it */
-    return pool->swap ? pp__room_wait(pool, size) : pp__room_drop(pool, size, true);
+    return pool->swap ? room_wait(pool, size) : room_drop(pool, size, true);
 }
 
 int pp__room_reserve_nowait(pp_pool_t *pool, size_t size)
@@ -285,7 +285,7 @@ int pp__room_reserve_nowait(pp_pool_t *pool, size_t size)
     if (size > pool->mem_limit)
         return PP_ENOMEM;
     if (!pool->swap)
-        return pp__room_drop(pool, size, false);
+        return room_drop(pool, size, false);
     /* It would have waited: have the swap threads make room for a retry.
      * A kick alone is not enough: below the high watermark a swap thread
      * runs a pass only for a new request, and a pass evicts down to the low

@@ -65,7 +65,7 @@
 /* ------------------------------------------------------------------------ */
 
 /* The record of a slot; created (swap thread only) when create is set. */
-static pp__swaprec_t *pp__rec(pp__node_t *node, uint32_t slot, bool create)
+static pp__swaprec_t *rec_of(pp__node_t *node, uint32_t slot, bool create)
 {
     uint32_t s = slot >> PP__SEG_SHIFT;
     /* acquire: pairs with the release-install below (zeroed segment). */
@@ -73,7 +73,7 @@ static pp__swaprec_t *pp__rec(pp__node_t *node, uint32_t slot, bool create)
     if (seg == NULL) {
         if (!create)
             return NULL;
-        seg = pp__calloc(PP__SEG_SLOTS, sizeof *seg);
+        seg = pp__alloc_zeroed(PP__SEG_SLOTS, sizeof *seg);
         if (seg == NULL)
             return NULL;
         /* release: the zeroed segment before its pointer (only the swap
@@ -83,7 +83,7 @@ static pp__swaprec_t *pp__rec(pp__node_t *node, uint32_t slot, bool create)
     return &seg[slot & (PP__SEG_SLOTS - 1)];
 }
 
-bool pp__type_swappable(const pp_type_t *type)
+bool pp__swap_type_ok(const pp_type_t *type)
 {
     if (type == NULL)
         return true;
@@ -100,10 +100,10 @@ bool pp__type_swappable(const pp_type_t *type)
 /* Space                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t pp__pages(uint64_t len) { return (len + PP__PAGE - 1) / PP__PAGE * PP__PAGE; }
+static uint64_t pages_up(uint64_t len) { return (len + PP__PAGE - 1) / PP__PAGE * PP__PAGE; }
 
 /* Hands out cap bytes of node's stream (counted against swap_limit). */
-static int pp__space_alloc(pp_pool_t *pool, pp__node_t *node, uint64_t cap, uint64_t *off)
+static int space_alloc(pp_pool_t *pool, pp__node_t *node, uint64_t cap, uint64_t *off)
 {
     if (cap == 0) {
         *off = 0;
@@ -137,8 +137,8 @@ static int pp__space_alloc(pp_pool_t *pool, pp__node_t *node, uint64_t cap, uint
     return 0;
 }
 
-/* Gives back what pp__space_alloc handed out, with its accounting. */
-static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint64_t cap)
+/* Gives back what space_alloc handed out, with its accounting. */
+static void space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint64_t cap)
 {
     if (cap == 0)
         return;
@@ -163,7 +163,7 @@ static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint
     } else {
         if (node->sw.next == node->sw.ncap) {
             size_t ncap = node->sw.ncap ? node->sw.ncap * 2 : 64;
-            pp__extent_t *grown = pp__realloc(node->sw.ext, ncap * sizeof *grown);
+            pp__extent_t *grown = pp__alloc_resize(node->sw.ext, ncap * sizeof *grown);
             if (grown != NULL) {
                 node->sw.ext = grown;
                 node->sw.ncap = ncap;
@@ -177,8 +177,8 @@ static void pp__space_free(pp_pool_t *pool, pp__node_t *node, uint64_t off, uint
     pthread_mutex_unlock(&node->sw.space_lock);
 }
 
-static int pp__reader_start(pp_pool_t *pool, pp__node_t *node);
-static void pp__reader_stop(pp__node_t *node);
+static int reader_start(pp_pool_t *pool, pp__node_t *node);
+static void reader_stop(pp__node_t *node);
 
 /* ------------------------------------------------------------------------ */
 /* Open, close                                                               */
@@ -189,9 +189,9 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
     pool->dev = dev;
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];
-        node->sw.sdir = pp__calloc(PP__SEG_MAX, sizeof *node->sw.sdir);
+        node->sw.sdir = pp__alloc_zeroed(PP__SEG_MAX, sizeof *node->sw.sdir);
         if (node->sw.sdir == NULL || pthread_mutex_init(&node->sw.space_lock, NULL) != 0) {
-            pp__free((void *)node->sw.sdir);
+            pp__alloc_free((void *)node->sw.sdir);
             node->sw.sdir = NULL;
             return PP_ENOMEM;
         }
@@ -214,7 +214,7 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
     PP__CHECK(dev->align >= 1 && dev->align <= PP__PAGE && PP__PAGE % dev->align == 0 &&
               (dev->align > 1) == dev->direct);
     for (unsigned n = 0; n < pool->nnodes; n++) {
-        if ((rc = pp__reader_start(pool, pool->nodes[n])) != 0)
+        if ((rc = reader_start(pool, pool->nodes[n])) != 0)
             return rc;
     }
     return 0;
@@ -226,12 +226,12 @@ void pp__swap_close(pp_pool_t *pool)
         pp__node_t *node = pool->nodes[n];
         if (node == NULL || node->sw.sdir == NULL)
             continue;
-        pp__reader_stop(node);
+        reader_stop(node);
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
-            pp__free(pp__atomic_load_relaxed(&node->sw.sdir[s]));
-        pp__free((void *)node->sw.sdir);
+            pp__alloc_free(pp__atomic_load_relaxed(&node->sw.sdir[s]));
+        pp__alloc_free((void *)node->sw.sdir);
         node->sw.sdir = NULL;
-        pp__free(node->sw.ext);
+        pp__alloc_free(node->sw.ext);
         node->sw.ext = NULL;
         pthread_mutex_destroy(&node->sw.space_lock);
     }
@@ -242,7 +242,7 @@ void pp__swap_close(pp_pool_t *pool)
 
 const pp__swaprec_t *pp__swap_rec_find(pp__node_t *node, uint32_t slot)
 {
-    return pp__rec(node, slot, false);
+    return rec_of(node, slot, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -258,7 +258,7 @@ struct pp_writer {
 };
 
 /* A pin (or get, or release) since the claim: the eviction is lost. */
-static bool pp__claim_lost(pp__entry_t *e, uint64_t claimed)
+static bool claim_lost(pp__entry_t *e, uint64_t claimed)
 {
     /* relaxed: only a hint to stop early; the commit CAS decides.  No
      * entry: pp_type_pack, which has no eviction to lose. */
@@ -270,7 +270,7 @@ int pp_write(pp_writer_t *w, const void *buf, size_t n)
     if (w == NULL || (buf == NULL && n > 0))
         return PP_EINVAL;
     PP__YIELD(EVICT);   /* between a type's chunks */
-    if (w->err == 0 && pp__claim_lost(w->e, w->claimed))
+    if (w->err == 0 && claim_lost(w->e, w->claimed))
         w->err = PP_EAGAIN;
     if (w->err != 0)
         return w->err;
@@ -282,7 +282,7 @@ int pp_write(pp_writer_t *w, const void *buf, size_t n)
         size_t cap = w->cap ? w->cap : 65536;
         while (cap < w->len + n)
             cap = cap > SIZE_MAX / 2 ? w->len + n : cap * 2;
-        char *grown = pp__realloc(w->buf, cap);
+        char *grown = pp__alloc_resize(w->buf, cap);
         if (grown == NULL) {
             w->err = PP_ENOMEM;
             return w->err;
@@ -301,25 +301,25 @@ int pp_write(pp_writer_t *w, const void *buf, size_t n)
 /* ------------------------------------------------------------------------ */
 
 /* The device's alignment (1: buffered I/O). */
-static size_t pp__align(const pp_pool_t *pool)
+static size_t store_align(const pp_pool_t *pool)
 {
     return pool->dev->align > 1 ? pool->dev->align : 1;
 }
 
-static size_t pp__align_up(size_t n, size_t a)
+static size_t align_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
 }
 
-static bool pp__aligned(const void *p, size_t a)
+static bool is_aligned(const void *p, size_t a)
 {
     return (uintptr_t)p % a == 0;
 }
 
 /* Counts an I/O error of node and reports it (the 1st, 2nd, 4th, ...: no
  * flood). */
-static void pp__io_error(pp_pool_t *pool, pp__node_t *node, const char *what, size_t n,
-                         uint64_t off, ssize_t r, const char *none, const char *kept)
+static void io_error(pp_pool_t *pool, pp__node_t *node, const char *what, size_t n,
+                     uint64_t off, ssize_t r, const char *none, const char *kept)
 {
     uint64_t k = pp__atomic_add_relaxed(&node->sw.io_errors, 1) + 1;
     if ((k & (k - 1)) == 0)
@@ -333,8 +333,8 @@ static void pp__io_error(pp_pool_t *pool, pp__node_t *node, const char *what, si
  * block it stopped in, which the device may have written in part.  0, or
  * PP_EIO (counted and reported): a failure, or a write that made no
  * progress. */
-static int pp__write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, size_t n,
-                         uint64_t off)
+static int write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, size_t n,
+                     uint64_t off)
 {
     size_t done = 0;
     while (done < n) {
@@ -355,8 +355,8 @@ static int pp__write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, siz
  * copy's padding).  A short read goes on where it stopped (in direct mode
  * from the start of the block it stopped in).  0, or PP_EIO (counted and
  * reported): a failure, or nothing there. */
-static int pp__read_all(pp_pool_t *pool, pp__node_t *node, char *buf, size_t n, size_t need,
-                        uint64_t off)
+static int read_all(pp_pool_t *pool, pp__node_t *node, char *buf, size_t n, size_t need,
+                    uint64_t off)
 {
     size_t got = 0;
     while (got < need) {
@@ -375,73 +375,73 @@ static int pp__read_all(pp_pool_t *pool, pp__node_t *node, char *buf, size_t n, 
 /* The calling swap thread's bounce buffer for direct writes
  * (PP__DIRECT_CHUNK bytes, page-aligned), made on first use and freed when
  * the thread exits; NULL if it cannot be made. */
-static pthread_key_t pp__bounce_key;
-static pthread_once_t pp__bounce_once = PTHREAD_ONCE_INIT;
-static bool pp__bounce_keyed;
-static _Thread_local char *pp__bounce_buf;
+static pthread_key_t bounce_key;
+static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+static bool bounce_keyed;
+static _Thread_local char *bounce_buf;
 
-static void pp__bounce_key_make(void)
+static void bounce_key_make(void)
 {
-    pp__bounce_keyed = pthread_key_create(&pp__bounce_key, free) == 0;
+    bounce_keyed = pthread_key_create(&bounce_key, free) == 0;
 }
 
-static char *pp__bounce(void)
+static char *bounce_get(void)
 {
-    if (pp__bounce_buf != NULL)
-        return pp__bounce_buf;
-    (void)pthread_once(&pp__bounce_once, pp__bounce_key_make);
+    if (bounce_buf != NULL)
+        return bounce_buf;
+    (void)pthread_once(&bounce_once, bounce_key_make);
     void *p = NULL;
-    if (!pp__bounce_keyed || !pp__alloc_note() ||
+    if (!bounce_keyed || !pp__alloc_note() ||
         posix_memalign(&p, PP__PAGE, PP__DIRECT_CHUNK) != 0)
         return NULL;
-    if (pthread_setspecific(pp__bounce_key, p) != 0) {
+    if (pthread_setspecific(bounce_key, p) != 0) {
         free(p);
         return NULL;
     }
-    pp__bounce_buf = p;
-    return pp__bounce_buf;
+    bounce_buf = p;
+    return bounce_buf;
 }
 
 /* Writes src[0, n) at off (aligned) in direct mode through the bounce
  * buffer (n <= PP__DIRECT_CHUNK), copying and hashing it in cache-sized
  * steps, the last block padded with zeros. */
-static int pp__write_bounced(pp_pool_t *pool, pp__node_t *node, char *bounce, XXH3_state_t *xs,
-                             const char *src, size_t n, uint64_t off)
+static int write_bounced(pp_pool_t *pool, pp__node_t *node, char *bounce, XXH3_state_t *xs,
+                         const char *src, size_t n, uint64_t off)
 {
     for (size_t k = 0; k < n; k += PP__WRITE_CHUNK) {
         size_t m = n - k < PP__WRITE_CHUNK ? n - k : PP__WRITE_CHUNK;
         memcpy(bounce + k, src + k, m);
         (void)XXH3_64bits_update(xs, bounce + k, m);
     }
-    size_t padded = pp__align_up(n, pp__align(pool));
+    size_t padded = align_up(n, store_align(pool));
     memset(bounce + n, 0, padded - n);
-    return pp__write_all(pool, node, bounce, padded, off);
+    return write_all(pool, node, bounce, padded, off);
 }
 
 /* Writes out[0, len) at off, hashing it into xs, in chunks that check for a
  * lost claim before each: buffered, each chunk hashed just before it is
  * written; direct, straight from memory while out is aligned and whole
  * blocks are left, the rest through the bounce buffer. */
-static int pp__write_copy(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
-                          XXH3_state_t *xs, const char *out, size_t len, uint64_t off)
+static int write_copy(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t claimed,
+                      XXH3_state_t *xs, const char *out, size_t len, uint64_t off)
 {
-    size_t a = pp__align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__WRITE_CHUNK;
+    size_t a = store_align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__WRITE_CHUNK;
     char *bounce = NULL;
     for (size_t done = 0; done < len;) {
         PP__YIELD(EVICT);   /* between chunks of the write */
-        if (pp__claim_lost(e, claimed))
+        if (claim_lost(e, claimed))
             return PP_EAGAIN;
         const char *p = out + done;
         size_t n = len - done > chunk ? chunk : len - done;
         int rc;
-        if (a == 1 || (pp__aligned(p, a) && n >= a)) {
+        if (a == 1 || (is_aligned(p, a) && n >= a)) {
             n = n / a * a;               /* direct: the tail goes next time round */
             (void)XXH3_64bits_update(xs, p, n);
-            rc = pp__write_all(pool, node, p, n, off + done);
+            rc = write_all(pool, node, p, n, off + done);
         } else {
-            if (bounce == NULL && (bounce = pp__bounce()) == NULL)
+            if (bounce == NULL && (bounce = bounce_get()) == NULL)
                 return PP_ENOMEM;
-            rc = pp__write_bounced(pool, node, bounce, xs, p, n, off + done);
+            rc = write_bounced(pool, node, bounce, xs, p, n, off + done);
         }
         if (rc != 0)
             return rc;
@@ -453,8 +453,8 @@ static int pp__write_copy(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uin
 /* Prepares the copy of src[0, len) into *w: compressed if asked and worth
  * it, its space handed out, its hash started.  0, or PP_ENOMEM (space or
  * memory) with nothing held. */
-static int pp__store_begin(pp_pool_t *pool, pp__node_t *node, const char *src, size_t len,
-                           pp__wout_t *w)
+static int store_begin(pp_pool_t *pool, pp__node_t *node, const char *src, size_t len,
+                       pp__wout_t *w)
 {
     w->out = src;
     w->outlen = len;
@@ -462,7 +462,7 @@ static int pp__store_begin(pp_pool_t *pool, pp__node_t *node, const char *src, s
     w->padded = false;
     if (pool->compress && len >= 256 && len <= (size_t)LZ4_MAX_INPUT_SIZE) {
         int bound = LZ4_compressBound((int)len);
-        w->cbuf = pp__io_alloc((size_t)bound, pp__align(pool) > 1);
+        w->cbuf = pp__alloc_io((size_t)bound, store_align(pool) > 1);
         if (w->cbuf != NULL) {
             int c = LZ4_compress_default(src, w->cbuf, (int)len, bound);
             if (c > 0 && (size_t)c <= len - len / 16) {
@@ -470,20 +470,20 @@ static int pp__store_begin(pp_pool_t *pool, pp__node_t *node, const char *src, s
                 w->outlen = (size_t)c;
                 /* Direct: written whole, padding included (zeros, not
                  * whatever the allocation held). */
-                if (pp__align(pool) > 1) {
-                    memset(w->cbuf + w->outlen, 0, pp__pages(w->outlen) - w->outlen);
+                if (store_align(pool) > 1) {
+                    memset(w->cbuf + w->outlen, 0, pages_up(w->outlen) - w->outlen);
                     w->padded = true;
                 }
             }
         }
     }
-    w->cap = pp__pages(w->outlen);
-    int rc = pp__space_alloc(pool, node, w->cap, &w->off);
+    w->cap = pages_up(w->outlen);
+    int rc = space_alloc(pool, node, w->cap, &w->off);
     if (rc != 0)
         return rc;
     w->xs = XXH3_createState();
     if (w->xs == NULL || XXH3_64bits_reset(w->xs) != XXH_OK) {
-        pp__space_free(pool, node, w->off, w->cap);
+        space_free(pool, node, w->off, w->cap);
         return PP_ENOMEM;
     }
     return 0;
@@ -499,13 +499,13 @@ int pp__swap_save_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint6
     memset(w, 0, sizeof *w);
     pp__cold_t *c = pp__cold(e);
     PP__ASSERT(pool->nodes[node->index] == node && c->slot < PP__MAX_SLOTS);
-    w->rec = pp__rec(node, c->slot, true);
+    w->rec = rec_of(node, c->slot, true);
     if (w->rec == NULL)
         return PP_ENOMEM;
     const pp_type_t *type = c->type;
     int rc;
     if (type == NULL || type->save == NULL) {
-        rc = pp__store_begin(pool, node, e->data, c->size, w);
+        rc = store_begin(pool, node, e->data, c->size, w);
     } else {
         struct pp_writer sw = {.e = e, .claimed = claimed};
         pp__callback_enter();
@@ -513,14 +513,14 @@ int pp__swap_save_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint6
         pp__callback_leave();
         w->wbuf = sw.buf;
         if (rc == 0 && sw.err == 0)
-            rc = pp__store_begin(pool, node, sw.buf, sw.len, w);
+            rc = store_begin(pool, node, sw.buf, sw.len, w);
         else
             rc = sw.err != 0 ? sw.err : PP_EIO;   /* save refused: a type error */
     }
     if (rc != 0) {
         XXH3_freeState(w->xs);
         free(w->cbuf);
-        pp__free(w->wbuf);
+        pp__alloc_free(w->wbuf);
         memset(w, 0, sizeof *w);
     }
     return rc;
@@ -537,11 +537,11 @@ void pp__swap_save_end(pp_pool_t *pool, pp__node_t *node, pp__wout_t *w, int rc)
         pp__atomic_add_relaxed(&node->sw.sw_written, w->outlen);
         pp__atomic_add_relaxed(&node->sw.sw_raw, w->raw);
     } else {
-        pp__space_free(pool, node, w->off, w->cap);
+        space_free(pool, node, w->off, w->cap);
     }
     XXH3_freeState(w->xs);
     free(w->cbuf);
-    pp__free(w->wbuf);
+    pp__alloc_free(w->wbuf);
     memset(w, 0, sizeof *w);
 }
 
@@ -553,13 +553,13 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
         return rc;
     if (w.padded) {
         /* All of it at once: the compressed copy is aligned and padded. */
-        rc = pp__claim_lost(e, claimed) ? PP_EAGAIN : 0;
+        rc = claim_lost(e, claimed) ? PP_EAGAIN : 0;
         if (rc == 0) {
             (void)XXH3_64bits_update(w.xs, w.out, w.outlen);
-            rc = pp__write_all(pool, node, w.out, (size_t)w.cap, w.off);
+            rc = write_all(pool, node, w.out, (size_t)w.cap, w.off);
         }
     } else {
-        rc = pp__write_copy(pool, node, e, claimed, w.xs, w.out, w.outlen, w.off);
+        rc = write_copy(pool, node, e, claimed, w.xs, w.out, w.outlen, w.off);
     }
     pp__swap_save_end(pool, node, &w, rc);
     return rc;
@@ -568,7 +568,7 @@ int pp__swap_save(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint64_t cl
 ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const char **buf,
                            size_t *iolen)
 {
-    size_t a = pp__align(pool);
+    size_t a = store_align(pool);
     if (w->done >= w->outlen)
         return 0;
     if (w->padded) {
@@ -580,7 +580,7 @@ ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const c
     }
     const char *p = w->out + w->done;
     size_t n = w->outlen - w->done > PP__DIRECT_CHUNK ? PP__DIRECT_CHUNK : w->outlen - w->done;
-    if (a == 1 || (pp__aligned(p, a) && n >= a)) {
+    if (a == 1 || (is_aligned(p, a) && n >= a)) {
         n = n / a * a;                   /* direct: the tail goes next time round */
         (void)XXH3_64bits_update(w->xs, p, n);
         *buf = p;
@@ -594,7 +594,7 @@ ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const c
         memcpy(bounce + k, p + k, m);
         (void)XXH3_64bits_update(w->xs, bounce + k, m);
     }
-    *iolen = pp__align_up(n, a);
+    *iolen = align_up(n, a);
     memset(bounce + n, 0, *iolen - n);
     *buf = bounce;
     return (ssize_t)n;
@@ -602,7 +602,7 @@ ssize_t pp__swap_save_next(pp_pool_t *pool, pp__wout_t *w, char *bounce, const c
 
 size_t pp__swap_progress(const pp_pool_t *pool, size_t iolen, size_t need, size_t k, ssize_t r)
 {
-    size_t a = pp__align(pool);
+    size_t a = store_align(pool);
     if (r <= 0 || (size_t)r > iolen - k)
         return k;                        /* failed, nothing there, or nonsense */
     if ((size_t)r == iolen - k || k + (size_t)r >= need)
@@ -614,18 +614,18 @@ void pp__swap_io_failed(pp_pool_t *pool, pp__node_t *node, bool write, size_t n,
                         ssize_t r)
 {
     if (write)
-        pp__io_error(pool, node, "write", n, off, r < 0 ? r : 0, "no progress",
-                     "entry kept resident");
+        io_error(pool, node, "write", n, off, r < 0 ? r : 0, "no progress",
+                 "entry kept resident");
     else
-        pp__io_error(pool, node, "read", n, off, r < 0 ? r : 0, "copy shorter than written",
-                     "copy kept");
+        io_error(pool, node, "read", n, off, r < 0 ? r : 0, "copy shorter than written",
+                 "copy kept");
 }
 
 void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 {
-    pp__swaprec_t *rec = pp__rec(node, pp__cold(e)->slot, false);
+    pp__swaprec_t *rec = rec_of(node, pp__cold(e)->slot, false);
     PP__CHECK(rec != NULL);
-    pp__space_free(pool, node, rec->off, rec->cap);
+    space_free(pool, node, rec->off, rec->cap);
     memset(rec, 0, sizeof *rec);
 }
 
@@ -657,7 +657,7 @@ size_t pp_read_left(const pp_reader_t *r)
 /* A type's save and load outside swap (layers that move entries)            */
 /* ------------------------------------------------------------------------ */
 
-static bool pp__type_packs(const pp_type_t *type)
+static bool type_packs(const pp_type_t *type)
 {
     return type != NULL && type->save != NULL && type->load != NULL &&
            !(type->flags & PP_TYPE_DISCARD);
@@ -665,14 +665,14 @@ static bool pp__type_packs(const pp_type_t *type)
 
 int pp_type_pack(const pp_type_t *type, const void *data, size_t size, void **buf, size_t *len)
 {
-    if (!pp__type_packs(type) || buf == NULL || len == NULL)
+    if (!type_packs(type) || buf == NULL || len == NULL)
         return PP_EINVAL;
     struct pp_writer w = {.e = NULL};
     pp__callback_enter();
     int rc = type->save(data, size, &w, type->ctx);
     pp__callback_leave();
     if (rc != 0 || w.err != 0) {
-        pp__free(w.buf);
+        pp__alloc_free(w.buf);
         return w.err == PP_ENOMEM ? PP_ENOMEM : PP_EIO;
     }
     *buf = w.buf;
@@ -682,7 +682,7 @@ int pp_type_pack(const pp_type_t *type, const void *data, size_t size, void **bu
 
 int pp_type_unpack(const pp_type_t *type, const void *buf, size_t len, size_t size, void **data)
 {
-    if (!pp__type_packs(type) || (buf == NULL && len > 0) || data == NULL)
+    if (!type_packs(type) || (buf == NULL && len > 0) || data == NULL)
         return PP_EINVAL;
     pp_reader_t r = {buf, len, 0};
     void *d = NULL;
@@ -715,7 +715,7 @@ typedef struct pp__reader {
     pthread_cond_t cond;                 /* state changed */
     int state;                           /* PP__RD_* */
     bool stop;
-    char *dst;                           /* the request: pp__read_all's */
+    char *dst;                           /* the request: read_all's */
     size_t n, need;
     uint64_t off;
     int rc;                              /* its result, once DONE */
@@ -727,10 +727,10 @@ typedef struct pp__reader {
 /* Copies from this size on are read in two halves at once. */
 #define PP__SPLIT_MIN ((size_t)512 << 10)
 
-static void *pp__reader_main(void *arg)
+static void *reader_main(void *arg)
 {
     pp__reader_t *rd = arg;
-    (void)pp__bind_thread_to_node(rd->pool, rd->node->index, false);
+    (void)pp__topology_bind(rd->pool, rd->node->index, false);
     pthread_mutex_lock(&rd->lock);
     for (;;) {
         while (rd->state != PP__RD_POSTED && !rd->stop)
@@ -740,7 +740,7 @@ static void *pp__reader_main(void *arg)
         rd->state = PP__RD_TAKEN;
         pthread_mutex_unlock(&rd->lock);
         /* The loader does not touch dst[0, n) until DONE. */
-        int rc = pp__read_all(rd->pool, rd->node, rd->dst, rd->n, rd->need, rd->off);
+        int rc = read_all(rd->pool, rd->node, rd->dst, rd->n, rd->need, rd->off);
         pthread_mutex_lock(&rd->lock);
         rd->rc = rc;
         rd->state = PP__RD_DONE;
@@ -750,29 +750,29 @@ static void *pp__reader_main(void *arg)
     return NULL;
 }
 
-static int pp__reader_start(pp_pool_t *pool, pp__node_t *node)
+static int reader_start(pp_pool_t *pool, pp__node_t *node)
 {
-    pp__reader_t *rd = pp__calloc(1, sizeof *rd);
+    pp__reader_t *rd = pp__alloc_zeroed(1, sizeof *rd);
     if (rd == NULL)
         return PP_ENOMEM;
     rd->pool = pool;
     rd->node = node;
     if (pthread_mutex_init(&rd->lock, NULL) != 0) {
-        pp__free(rd);
+        pp__alloc_free(rd);
         return PP_ENOMEM;
     }
     if (pthread_cond_init(&rd->cond, NULL) != 0 ||
-        pthread_create(&rd->thread, NULL, pp__reader_main, rd) != 0) {
+        pthread_create(&rd->thread, NULL, reader_main, rd) != 0) {
         pthread_cond_destroy(&rd->cond);     /* harmless if its init failed: never used */
         pthread_mutex_destroy(&rd->lock);
-        pp__free(rd);
+        pp__alloc_free(rd);
         return PP_ENOMEM;
     }
     node->sw.reader = rd;
     return 0;
 }
 
-static void pp__reader_stop(pp__node_t *node)
+static void reader_stop(pp__node_t *node)
 {
     pp__reader_t *rd = node->sw.reader;
     if (rd == NULL)
@@ -785,13 +785,13 @@ static void pp__reader_stop(pp__node_t *node)
     pthread_join(rd->thread, NULL);
     pthread_cond_destroy(&rd->cond);
     pthread_mutex_destroy(&rd->lock);
-    pp__free(rd);
+    pp__alloc_free(rd);
     node->sw.reader = NULL;
 }
 
 /* Hands the read of dst[0, n) (need bytes of copy) at off to the node's
  * helper; false if it is busy with another load. */
-static bool pp__reader_post(pp__reader_t *rd, char *dst, size_t n, size_t need, uint64_t off)
+static bool reader_post(pp__reader_t *rd, char *dst, size_t n, size_t need, uint64_t off)
 {
     if (rd == NULL)
         return false;
@@ -811,7 +811,7 @@ static bool pp__reader_post(pp__reader_t *rd, char *dst, size_t n, size_t need, 
 
 /* Ends a posted read: its result if the helper took it (waiting for it to
  * finish), or 1 if it had not started (withdrawn: the caller reads it). */
-static int pp__reader_end(pp__reader_t *rd)
+static int reader_end(pp__reader_t *rd)
 {
     pthread_mutex_lock(&rd->lock);
     int rc = 1;
@@ -827,13 +827,13 @@ static int pp__reader_end(pp__reader_t *rd)
 
 /* Reads dst[from, to) of the copy at off (from aligned), hashing each
  * chunk just after it is read, while it is still in cache. */
-static int pp__fetch_part(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t from,
-                          size_t to, XXH3_state_t *xs)
+static int fetch_part(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t from,
+                      size_t to, XXH3_state_t *xs)
 {
-    size_t a = pp__align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__READ_CHUNK;
+    size_t a = store_align(pool), chunk = a > 1 ? PP__DIRECT_CHUNK : PP__READ_CHUNK;
     for (size_t done = from; done < to;) {
         size_t want = to - done > chunk ? chunk : to - done;
-        int rc = pp__read_all(pool, node, dst + done, pp__align_up(want, a), want, off + done);
+        int rc = read_all(pool, node, dst + done, align_up(want, a), want, off + done);
         if (rc != 0)
             return rc;
         (void)XXH3_64bits_update(xs, dst + done, want);
@@ -842,30 +842,30 @@ static int pp__fetch_part(pp_pool_t *pool, pp__node_t *node, uint64_t off, char 
     return 0;
 }
 
-/* Reads the copy of len bytes at off into dst (from pp__io_alloc, of at
+/* Reads the copy of len bytes at off into dst (from pp__alloc_io, of at
  * least len bytes, whole pages in direct mode), hashing it; a large copy
  * in two halves at once, the second by the node's read helper.  0,
  * PP_EIO or PP_ENOMEM. */
-static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t len,
-                     uint64_t *sum)
+static int fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst, size_t len,
+                 uint64_t *sum)
 {
     XXH3_state_t *xs = XXH3_createState();
     if (xs == NULL || XXH3_64bits_reset(xs) != XXH_OK) {
         XXH3_freeState(xs);
         return PP_ENOMEM;
     }
-    size_t a = pp__align(pool), mid = len;
+    size_t a = store_align(pool), mid = len;
     if (a == 1 && len >= PP__SPLIT_MIN) {
         mid = len / 2 / PP__READ_CHUNK * PP__READ_CHUNK;
-        if (!pp__reader_post(node->sw.reader, dst + mid, pp__align_up(len - mid, a), len - mid,
-                             off + mid))
+        if (!reader_post(node->sw.reader, dst + mid, align_up(len - mid, a), len - mid,
+                         off + mid))
             mid = len;
     }
-    int rc = pp__fetch_part(pool, node, off, dst, 0, mid, xs);
+    int rc = fetch_part(pool, node, off, dst, 0, mid, xs);
     if (mid < len) {
-        int hrc = pp__reader_end(node->sw.reader);
+        int hrc = reader_end(node->sw.reader);
         if (rc == 0 && hrc == 1)         /* withdrawn: not started */
-            rc = pp__fetch_part(pool, node, off, dst, mid, len, xs);
+            rc = fetch_part(pool, node, off, dst, mid, len, xs);
         else if (rc == 0 && (rc = hrc) == 0)
             (void)XXH3_64bits_update(xs, dst + mid, len - mid);
     }
@@ -875,11 +875,11 @@ static int pp__fetch(pp_pool_t *pool, pp__node_t *node, uint64_t off, char *dst,
     return rc;
 }
 
-/* Counts a copy that failed its check, and reports it as pp__io_error
+/* Counts a copy that failed its check, and reports it as io_error
  * reports I/O errors: the 1st, 2nd, 4th, 8th... of the node, so that a
  * copy pinned again and again (a remote rank's pins of it, say) cannot
  * flood the report hook; the count is in the line and in the stats. */
-static int pp__corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const char *why)
+static int corrupt(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, const char *why)
 {
     uint64_t k = pp__atomic_add_relaxed(&node->sw.csum_fail, 1) + 1;
     if ((k & (k - 1)) == 0)
@@ -898,20 +898,20 @@ int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__l
                (PP__F_LOADING | PP__F_SWAPPED));
     memset(l, 0, sizeof *l);
     pp__cold_t *c = pp__cold(e);
-    l->rec = pp__rec(node, c->slot, false);
+    l->rec = rec_of(node, c->slot, false);
     PP__CHECK(l->rec != NULL);
     const pp_type_t *type = c->type;
     l->custom = type != NULL && type->load != NULL;
     PP__CHECK(spare == NULL || !l->custom);   /* spare: flat data only */
     l->len = l->rec->len;
-    l->iolen = pp__align_up(l->len, pp__align(pool));
+    l->iolen = align_up(l->len, store_align(pool));
     l->off = l->rec->off;
     if (!l->custom) {
         if (l->rec->raw != c->size) {
             free(spare);
-            return pp__corrupt(pool, node, e, "has the wrong length");
+            return corrupt(pool, node, e, "has the wrong length");
         }
-        l->mem = spare != NULL ? spare : pp__io_alloc(c->size, pp__align(pool) > 1);
+        l->mem = spare != NULL ? spare : pp__alloc_io(c->size, store_align(pool) > 1);
         if (l->mem == NULL)
             return PP_ENOMEM;
         if (l->rec->len == l->rec->raw) {
@@ -919,7 +919,7 @@ int pp__swap_load_begin(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__l
             return 0;
         }
     }
-    l->stored = pp__io_alloc(l->len, pp__align(pool) > 1);
+    l->stored = pp__alloc_io(l->len, store_align(pool) > 1);
     if (l->stored == NULL) {
         free(l->mem);
         l->mem = NULL;
@@ -937,17 +937,17 @@ int pp__swap_load_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin
         pp__atomic_add_relaxed(&node->sw.sw_read, l->len);
         uint64_t got = sum != NULL ? *sum : XXH3_64bits(l->dst, l->len);
         if (got != rec->sum)
-            rc = pp__corrupt(pool, node, e, "failed its checksum");
+            rc = corrupt(pool, node, e, "failed its checksum");
     }
     const pp_type_t *type = pp__cold(e)->type;
     char *plain = NULL;
     if (rc == 0 && l->stored != NULL && rec->len < rec->raw) {
-        plain = l->custom ? pp__malloc(rec->raw) : l->mem;
+        plain = l->custom ? pp__alloc_bytes(rec->raw) : l->mem;
         if (plain == NULL)
             rc = PP_ENOMEM;
         else if (LZ4_decompress_safe(l->stored, plain, (int)rec->len, (int)rec->raw) !=
                  (int)rec->raw)
-            rc = pp__corrupt(pool, node, e, "does not decompress");
+            rc = corrupt(pool, node, e, "does not decompress");
     }
     if (rc == 0 && l->custom) {
         pp_reader_t r = {plain != NULL ? plain : l->stored, rec->raw, 0};
@@ -964,7 +964,7 @@ int pp__swap_load_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__lin
         *data = l->mem;
     }
     if (l->custom)
-        pp__free(plain);
+        pp__alloc_free(plain);
     free(l->stored);
     if (rc != 0)
         free(l->mem);
@@ -979,6 +979,6 @@ int pp__swap_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, void **data
     if (rc != 0)
         return rc;
     uint64_t sum = 0;
-    rc = pp__fetch(pool, node, l.off, l.dst, l.len, &sum);
+    rc = fetch(pool, node, l.off, l.dst, l.len, &sum);
     return pp__swap_load_end(pool, node, e, &l, rc, &sum, data);
 }

@@ -86,7 +86,7 @@ const pp__swaprec_t *pp__swap_rec_find(pp__node_t *node, uint32_t slot);
 /* Frees e's extent (its record must hold one). */
 void pp__swap_drop(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
 /* Whether entries of this type can be evicted. */
-bool pp__type_swappable(const pp_type_t *type);
+bool pp__swap_type_ok(const pp_type_t *type);
 
 /* mem.c -- the count of reserved memory.  pp__mem_try reserves size bytes
  * if they fit under mem_limit (true), never waiting; pp__mem_take is the
@@ -105,42 +105,42 @@ void pp__mem_discard_freed(pp_pool_t *pool);
 /* The advice of the entry in slot whose word is pw (PP_ADVISE_NORMAL if
  * none or stale).  slot is the caller's (the hand's, the ref's): the
  * entry's own field is read only under the orderings entry.h lists. */
-unsigned pp__advice_of(const pp__node_t *node, uint32_t slot, uint64_t pw);
+unsigned pp__advise_of(const pp__node_t *node, uint32_t slot, uint64_t pw);
 /* Drops the advice of the entry in slot (generation of pw) if it still is
  * that advice. */
-void pp__advice_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned advice);
+void pp__advise_consume(pp__node_t *node, uint32_t slot, uint64_t pw, unsigned advice);
 /* Clears slot's wontneed bit (the entry has nothing to evict). */
-void pp__advice_forget(pp__node_t *node, uint32_t slot);
+void pp__advise_forget(pp__node_t *node, uint32_t slot);
 /* The next slot below *slot (UINT32_MAX: the top) whose wontneed bit is
  * set, into *slot; false when there is none. */
-bool pp__advised_next(pp__node_t *node, uint32_t *slot);
+bool pp__advise_next_wontneed(pp__node_t *node, uint32_t *slot);
 /* Sets the advice of the entry in slot, of generation gen (pp_advise). */
-void pp__advice_set(pp__node_t *node, uint32_t slot, uint32_t gen, unsigned advice);
+void pp__advise_set(pp__node_t *node, uint32_t slot, uint32_t gen, unsigned advice);
 
 /* ioend.c */
 /* After an I/O's CAS cleared BUSY (next is the word it installed): queues
  * a dead, unpinned entry (next has QUEUED set; its death, or its drop,
  * counted it in dead_in_io) and wakes whoever waits for the node's I/O. */
-void pp__io_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
-                pp__thread_t *t);
+void pp__ioend_finish(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint64_t next,
+                      pp__thread_t *t);
 /* Waits until no eviction holds e (a write pin's data must not be read by
  * the swap thread while the caller writes).  Pre: the caller holds a pin,
  * or escaped the entry (pp_get). */
-void pp__evict_wait(pp_pool_t *pool, unsigned n, pp__entry_t *e);
+void pp__ioend_wait_evict(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 enum pp__load_mode { PP__LOAD_PIN, PP__LOAD_ONLY };
 /* Ends a load of e that got rc (0: mem holds its data, its bytes
  * reserved): makes the entry resident, pinned in the same CAS for
  * PP__LOAD_PIN (and DIRTY, WPIN as flags say), or leaves it swapped on
  * failure; then ends the I/O.  Returns rc, or PP_ESTALE if the entry died
  * while loading (no pin); *data gets mem for a pin. */
-int pp__load_commit(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
-                    unsigned flags, int rc, void *mem, pp__thread_t *t, void **data);
+int pp__ioend_load(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_mode mode,
+                   unsigned flags, int rc, void *mem, pp__thread_t *t, void **data);
 /* Ends a load made elsewhere (the io_uring engine, xfer.c) that got rc: 0
  * and mem, the entry's new data (its bytes reserved), commits it resident;
  * else (the caller gave the reservation back) it stays swapped.  Then ends
  * the I/O as pp__load_only does, and returns rc, or PP_ESTALE. */
-int pp__load_end(pp_pool_t *pool, unsigned n, pp__entry_t *e, int rc, void *mem,
-                 pp__thread_t *t);
+int pp__ioend_load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, int rc, void *mem,
+                        pp__thread_t *t);
 /* What takes the memory a flat entry's eviction freed, instead of free():
  * true if it kept it. */
 typedef bool (*pp__keep_fn)(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t,
@@ -149,15 +149,15 @@ typedef bool (*pp__keep_fn)(pp_pool_t *pool, pp__node_t *node, const pp__thread_
  * false) or failed (rc): commits e swapped and frees its memory, or gives
  * the claim up.  Returns the bytes freed.  keep, if not NULL, may
  * take the freed memory of a flat entry instead (pp__xfer_keep). */
-uint64_t pp__evict_end(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
-                       uint64_t claimed, bool write, int rc, pp__thread_t *t, pp__keep_fn keep);
+uint64_t pp__ioend_evict(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
+                         uint64_t claimed, bool write, int rc, pp__thread_t *t, pp__keep_fn keep);
 /* Gives up the claim of an eviction; kept: the record now holds a written
  * copy; lost: a pin, get or release won the race.  Ends the I/O. */
-void pp__evict_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
+void pp__ioend_abandon(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, bool kept,
                        bool lost, pp__thread_t *t);
 /* Ends a queued load that never started (its entry died, or the pool
  * stops): clears LOADING, the entry left swapped. */
-void pp__io_clear_loading(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
+void pp__ioend_cancel_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e);
 
 /* xfer.c -- the io_uring engine (one per node, run by its swap thread
  * only; see xfer.c).  open picks the engine (opt->io_engine, and whether
@@ -181,7 +181,7 @@ uint64_t pp__xfer_freed(pp__node_t *node);
 unsigned pp__xfer_writes(const pp__node_t *node);
 bool pp__xfer_writes_full(const pp__node_t *node);
 /* Starts writing out e (claimed: the word the hand's claim set, on slot;
- * pre: not full).  0: in flight, it ends in pp__evict_end; else an error
+ * pre: not full).  0: in flight, it ends in pp__ioend_evict; else an error
  * with nothing started (the caller ends the eviction with it). */
 int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
                    uint64_t claimed);
@@ -199,7 +199,7 @@ bool pp__xfer_busy(const pp__node_t *node);
  * (false).
  * What no load takes stays kept while the swap thread idles, and
  * pp__xfer_spares_free frees it once the thread has idled a second
- * (PP__SYNC_IDLE_NS, evict.c), pp__xfer_spares_trim as soon as the resident
+ * (PP__SYNC_IDLE_NS, swapper.c), pp__xfer_spares_trim as soon as the resident
  * bytes and the kept ones together pass the limit. */
 bool pp__xfer_keep(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t, void *data,
                    size_t size);
@@ -222,7 +222,7 @@ int pp__evict_room(pp_pool_t *pool, pp__node_t *node, size_t size);
 /* One pass of node's hand; returns the bytes freed, or dropped (on their
  * way out, see evict.c).  t is the record whose reclaim queues get the
  * entries the pass kills or ends the I/O of: the node's swap thread's, or
- * without swap the putter's that runs the hand (mem.c). */
+ * without swap the putter's that runs the hand (room.c). */
 uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stuck,
                         pp__thread_t *t);
 
@@ -244,7 +244,7 @@ int pp__room_reserve_nowait(pp_pool_t *pool, size_t size);
  * PP_ESTALE if the entry died meanwhile (no pin), or the load's error.
  * pp__load_only loads and commits it resident; evictor is the node whose
  * swap thread runs the load (it may evict for room, never waits), or NULL
- * on a pinning thread.  Both end the I/O (pp__io_end). */
+ * on a pinning thread.  Both end the I/O (pp__ioend_finish). */
 int pp__load_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, unsigned flags, pp__thread_t *t,
                  void **data);
 int pp__load_only(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__node_t *evictor,

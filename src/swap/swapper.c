@@ -24,14 +24,14 @@
 #define PP__SYNC_IDLE_NS 1000000000L
 
 /* The thread engine's queued loads: each in turn, blocking, as they come. */
-static bool pp__swap_loads(pp_pool_t *pool, pp__node_t *node, bool stop)
+static bool swap_loads(pp_pool_t *pool, pp__node_t *node, bool stop)
 {
     ck_stack_entry_t *batch = ck_stack_batch_pop_upmc(&node->sw.load_q);
     for (ck_stack_entry_t *s = batch; s != NULL;) {
         ck_stack_entry_t *next = s->next;
         pp__entry_t *e = pp__entry_of_link(s);
         if (stop || (pp__atomic_load_relaxed(&e->pw) & PP__F_DEAD))
-            pp__io_clear_loading(pool, node, e);
+            pp__ioend_cancel_load(pool, node, e);
         else
             (void)pp__load_only(pool, node->index, e, node, node->sw.st);
         s = next;
@@ -39,12 +39,12 @@ static bool pp__swap_loads(pp_pool_t *pool, pp__node_t *node, bool stop)
     return batch != NULL;
 }
 
-static void *pp__swap_main(void *arg)
+static void *swap_main(void *arg)
 {
     pp__node_t *node = arg;
     pp_pool_t *pool = node->pool;
     uint64_t served = 0;
-    (void)pp__bind_thread_to_node(pool, node->index, false);
+    (void)pp__topology_bind(pool, node->index, false);
     for (;;) {
         uint32_t seen = ck_ec32_value(&node->sw.io_wake);
         /* acquire: pairs with destroy's release of io_stop. */
@@ -60,7 +60,7 @@ static void *pp__swap_main(void *arg)
             pp__xfer_reap(pool, node, false);
             pp__xfer_spares_trim(pool, node);
         } else {
-            loads = pp__swap_loads(pool, node, stop);
+            loads = swap_loads(pool, node, stop);
             if (stop)
                 break;
         }
@@ -75,7 +75,7 @@ static void *pp__swap_main(void *arg)
             pp__atomic_store_relaxed(&node->sw.pass_stuck, stuck);
             /* release: pass_stuck is read after an acquire of pass_seq. */
             pp__atomic_store_release(&node->sw.pass_seq, req);
-            ck_ec32_inc(&pool->room_ec, &pp__ec_mode);
+            ck_ec32_inc(&pool->room_ec, &pp__wait_ec_mode);
             if (freed > 0 && pp__evict_needed(pool))
                 continue;
         }
@@ -94,13 +94,13 @@ static void *pp__swap_main(void *arg)
          * of prefetches reads into it instead of into fresh pages. */
         bool kept = pp__xfer_spare_bytes(node) > 0;
         if (written == node->sw.synced && !kept) {
-            ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, NULL);
+            ck_ec32_wait(&node->sw.io_wake, &pp__wait_ec_mode, seen, NULL);
             continue;
         }
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += PP__SYNC_IDLE_NS / 1000000000L;
-        if (ck_ec32_wait(&node->sw.io_wake, &pp__ec_mode, seen, &deadline) != 0) {
+        if (ck_ec32_wait(&node->sw.io_wake, &pp__wait_ec_mode, seen, &deadline) != 0) {
             /* idle since: start writeback, give back what no load took */
             if (written != node->sw.synced) {
                 node->sw.synced = written;
@@ -125,7 +125,7 @@ int pp__swapper_start(pp_pool_t *pool)
         node->sw.st = pp__thread_new_reclaimer(pool);
         if (node->sw.st == NULL)
             return PP_ENOMEM;
-        if (pthread_create(&node->sw.io_thread, NULL, pp__swap_main, node) != 0)
+        if (pthread_create(&node->sw.io_thread, NULL, swap_main, node) != 0)
             return PP_ENOMEM;
         node->sw.io_started = true;
     }
@@ -141,7 +141,7 @@ void pp__swapper_stop(pp_pool_t *pool)
         /* release: everything the pool's users did happens before the swap
          * thread's last round. */
         pp__atomic_store_release(&node->sw.io_stop, 1);
-        ck_ec32_inc(&node->sw.io_wake, &pp__ec_mode);
+        ck_ec32_inc(&node->sw.io_wake, &pp__wait_ec_mode);
     }
     for (unsigned n = 0; n < pool->nnodes; n++) {
         pp__node_t *node = pool->nodes[n];

@@ -16,7 +16,7 @@
  * write-out stops it within one request, as in the thread engine: before
  * each request the job looks at the entry's word and gives up once a pin
  * changed it.  When the last request ends, the job records the copy and
- * commits or abandons the eviction (pp__evict_end) on its own, whatever
+ * commits or abandons the eviction (pp__ioend_evict) on its own, whatever
  * the other victims do.  A failed or short write is carried on, or
  * counted and abandoned, exactly as the blocking engine does
  * (pp__swap_progress): the entry stays resident with nothing lost.
@@ -26,7 +26,7 @@
  * Queued loads.  Each is read in requests of 1 MiB, all in flight at once
  * (as far as the depth allows), into memory reserved against the limit
  * before it is made; the copy is checked when the last request ends, on
- * this thread, and the entry committed resident (load.c).  The bytes of
+ * this thread, and the entry committed resident (ioend.c).  The bytes of
  * queued loads in flight are bounded (a sixteenth of the limit, or one
  * entry): prefetches never push out what is in use faster than the device
  * brings it back.  A queued load that finds no room has the hand evict
@@ -43,7 +43,7 @@
  * as a freed buffer's is.  What no load takes stays kept while the swap
  * thread idles between bursts of loads (a scheduler prefetches a few
  * tasks ahead, so the next burst is rarely far), and is freed once the
- * thread has idled a second (evict.c), or as soon as the resident bytes
+ * thread has idled a second (swapper.c), or as soon as the resident bytes
  * and the kept ones together pass the limit (pp__xfer_spares_trim, each
  * round).  Freeing them at every idle moment made most loads of the
  * demo read into fresh memory: 1,069 fresh allocations for 1,335 loads.
@@ -109,14 +109,14 @@ struct pp__xfer {
     uint64_t spare_bytes;
 };
 
-static void pp__xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job);
-static void pp__xfer_write_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job);
+static void xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job);
+static void xfer_write_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job);
 
 /* ------------------------------------------------------------------------ */
 /* Open, close                                                               */
 /* ------------------------------------------------------------------------ */
 
-static void pp__xfer_free(pp__xfer_t *xf)
+static void xfer_free(pp__xfer_t *xf)
 {
     if (xf == NULL)
         return;
@@ -125,29 +125,29 @@ static void pp__xfer_free(pp__xfer_t *xf)
         free(xf->spare[i]);
     for (unsigned i = 0; xf->jobs != NULL && i < xf->depth; i++)
         free(xf->jobs[i].bounce);
-    pp__free(xf->jobs);
-    pp__free(xf->reqs);
-    pp__free(xf->rq);
-    pp__free(xf->res);
-    pp__free(xf);
+    pp__alloc_free(xf->jobs);
+    pp__alloc_free(xf->reqs);
+    pp__alloc_free(xf->rq);
+    pp__alloc_free(xf->res);
+    pp__alloc_free(xf);
 }
 
-static int pp__xfer_new(pp_pool_t *pool, unsigned depth, pp__xfer_t **out)
+static int xfer_new(pp_pool_t *pool, unsigned depth, pp__xfer_t **out)
 {
-    pp__xfer_t *xf = pp__calloc(1, sizeof *xf);
+    pp__xfer_t *xf = pp__alloc_zeroed(1, sizeof *xf);
     if (xf == NULL)
         return -ENOMEM;
     xf->depth = depth;
     xf->max_writes = depth > 1 ? depth - depth / 4 : 1;
     xf->load_budget = pool->mem_limit / 16;
-    xf->reqs = pp__calloc(depth, sizeof *xf->reqs);
-    xf->jobs = pp__calloc(depth, sizeof *xf->jobs);
-    xf->rq = pp__calloc(depth, sizeof *xf->rq);
-    xf->res = pp__calloc(depth, sizeof *xf->res);
+    xf->reqs = pp__alloc_zeroed(depth, sizeof *xf->reqs);
+    xf->jobs = pp__alloc_zeroed(depth, sizeof *xf->jobs);
+    xf->rq = pp__alloc_zeroed(depth, sizeof *xf->rq);
+    xf->res = pp__alloc_zeroed(depth, sizeof *xf->res);
     int rc = xf->reqs == NULL || xf->jobs == NULL || xf->rq == NULL || xf->res == NULL
              ? -ENOMEM : pp__ring_new(depth, pool->dev, &xf->ring);
     if (rc != 0) {
-        pp__xfer_free(xf);
+        xfer_free(xf);
         return rc;
     }
     for (unsigned i = depth; i-- > 0;) {
@@ -190,7 +190,7 @@ int pp__xfer_open(pp_pool_t *pool, const pp_options_t *opt)
     else
         rc = pp__ring_probe(pool->io_why, sizeof pool->io_why);
     for (unsigned n = 0; rc == 0 && n < pool->nnodes; n++) {
-        rc = pp__xfer_new(pool, pool->io_depth, &pool->nodes[n]->sw.xf);
+        rc = xfer_new(pool, pool->io_depth, &pool->nodes[n]->sw.xf);
         if (rc != 0)
             snprintf(pool->io_why, sizeof pool->io_why, "io_uring_queue_init(%u): %s",
                      pool->io_depth, strerror(-rc));
@@ -218,7 +218,7 @@ void pp__xfer_close(pp_pool_t *pool)
             continue;
         /* The swap thread drained it before it ended (pp__xfer_stop). */
         PP__CHECK(node->sw.xf->inflight == 0 && node->sw.xf->held == NULL);
-        pp__xfer_free(node->sw.xf);
+        xfer_free(node->sw.xf);
         node->sw.xf = NULL;
     }
 }
@@ -227,10 +227,10 @@ void pp__xfer_close(pp_pool_t *pool)
 /* Requests                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static bool pp__xfer_can_queue(const pp__xfer_t *xf) { return xf->free_req != NULL; }
+static bool xfer_can_queue(const pp__xfer_t *xf) { return xf->free_req != NULL; }
 
-static void pp__xfer_queue(pp__node_t *node, pp__xjob_t *job, bool write, char *buf, size_t len,
-                           size_t need, uint64_t off, size_t covers)
+static void xfer_queue(pp__node_t *node, pp__xjob_t *job, bool write, char *buf, size_t len,
+                       size_t need, uint64_t off, size_t covers)
 {
     pp__xfer_t *xf = node->sw.xf;
     pp__xreq_t *q = xf->free_req;
@@ -255,7 +255,7 @@ static void pp__xfer_queue(pp__node_t *node, pp__xjob_t *job, bool write, char *
 
 /* A request came back with r: goes on from where a short count stopped,
  * or ends its part of the job (a failure counted and reported). */
-static void pp__xfer_done(pp_pool_t *pool, pp__node_t *node, pp__xreq_t *q, ssize_t r)
+static void xfer_done(pp_pool_t *pool, pp__node_t *node, pp__xreq_t *q, ssize_t r)
 {
     pp__xfer_t *xf = node->sw.xf;
     pp__xjob_t *job = q->job;
@@ -281,10 +281,10 @@ static void pp__xfer_done(pp_pool_t *pool, pp__node_t *node, pp__xreq_t *q, ssiz
     q->next_free = xf->free_req;
     xf->free_req = q;
     if (job->write) {
-        pp__xfer_write_step(pool, node, job);
+        xfer_write_step(pool, node, job);
     } else {
         job->parts--;
-        pp__xfer_load_step(pool, node, job);
+        xfer_load_step(pool, node, job);
     }
 }
 
@@ -299,7 +299,7 @@ void pp__xfer_reap(pp_pool_t *pool, pp__node_t *node, bool wait)
         pp__atomic_add_relaxed(&node->sw.io_submits, submits);
     /* The request is the first member of its pp__xreq_t. */
     for (unsigned i = 0; i < got; i++)
-        pp__xfer_done(pool, node, (pp__xreq_t *)(void *)xf->rq[i], xf->res[i]);
+        xfer_done(pool, node, (pp__xreq_t *)(void *)xf->rq[i], xf->res[i]);
 }
 
 uint64_t pp__xfer_freed(pp__node_t *node)
@@ -316,7 +316,7 @@ uint64_t pp__xfer_freed(pp__node_t *node)
 bool pp__xfer_writes_full(const pp__node_t *node)
 {
     const pp__xfer_t *xf = node->sw.xf;
-    return xf->writes >= xf->max_writes || !pp__xfer_can_queue(xf);
+    return xf->writes >= xf->max_writes || !xfer_can_queue(xf);
 }
 
 unsigned pp__xfer_writes(const pp__node_t *node)
@@ -324,7 +324,7 @@ unsigned pp__xfer_writes(const pp__node_t *node)
     return node->sw.xf->writes;
 }
 
-static pp__xjob_t *pp__xfer_job(pp__xfer_t *xf)
+static pp__xjob_t *xfer_job(pp__xfer_t *xf)
 {
     pp__xjob_t *job = xf->free_job;
     PP__CHECK(job != NULL);              /* a job has a request in flight: at most depth */
@@ -335,7 +335,7 @@ static pp__xjob_t *pp__xfer_job(pp__xfer_t *xf)
     return job;
 }
 
-static void pp__xfer_job_free(pp__xfer_t *xf, pp__xjob_t *job)
+static void xfer_job_free(pp__xfer_t *xf, pp__xjob_t *job)
 {
     job->next_free = xf->free_job;
     xf->free_job = job;
@@ -344,7 +344,7 @@ static void pp__xfer_job_free(pp__xfer_t *xf, pp__xjob_t *job)
 /* Hands the next request of a write-out to the ring, or ends it: the copy
  * written (or failed, or its claim lost), recorded, and the eviction
  * committed or abandoned. */
-static void pp__xfer_write_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job)
+static void xfer_write_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job)
 {
     pp__xfer_t *xf = node->sw.xf;
     if (job->rc == 0 && job->w.done < job->w.outlen) {
@@ -360,20 +360,20 @@ static void pp__xfer_write_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *j
             size_t iolen;
             ssize_t c = pp__swap_save_next(pool, &job->w, job->bounce, &buf, &iolen);
             if (c > 0) {
-                pp__xfer_queue(node, job, true, (char *)buf, iolen, iolen, job->w.off + job->w.done,
-                               (size_t)c);
+                xfer_queue(node, job, true, (char *)buf, iolen, iolen, job->w.off + job->w.done,
+                           (size_t)c);
                 return;
             }
             job->rc = (int)c;            /* 0: all written */
         }
     }
     pp__swap_save_end(pool, node, &job->w, job->rc);
-    uint64_t got = pp__evict_end(pool, node, job->e, job->slot, job->claimed, true, job->rc,
-                                 node->sw.st, pp__xfer_keep);
+    uint64_t got = pp__ioend_evict(pool, node, job->e, job->slot, job->claimed, true, job->rc,
+                                   node->sw.st, pp__xfer_keep);
     pp__atomic_sub_relaxed(&pool->evict_inflight, job->size);
     xf->freed += got;
     xf->writes--;
-    pp__xfer_job_free(xf, job);
+    xfer_job_free(xf, job);
 }
 
 int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t slot,
@@ -381,10 +381,10 @@ int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t s
 {
     pp__xfer_t *xf = node->sw.xf;
     PP__CHECK(!pp__xfer_writes_full(node));
-    pp__xjob_t *job = pp__xfer_job(xf);
+    pp__xjob_t *job = xfer_job(xf);
     int rc = pp__swap_save_begin(pool, node, e, claimed, &job->w);
     if (rc != 0) {
-        pp__xfer_job_free(xf, job);
+        xfer_job_free(xf, job);
         return rc;
     }
     job->write = true;
@@ -394,7 +394,7 @@ int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t s
     job->size = pp__cold(e)->size;
     xf->writes++;
     pp__atomic_add_relaxed(&pool->evict_inflight, job->size);
-    pp__xfer_write_step(pool, node, job);
+    xfer_write_step(pool, node, job);
     return 0;
 }
 
@@ -402,7 +402,7 @@ int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t s
 /* Queued loads                                                              */
 /* ------------------------------------------------------------------------ */
 
-static void pp__xfer_load_bytes(pp__node_t *node, pp__xfer_t *xf, int64_t delta)
+static void xfer_load_bytes(pp__node_t *node, pp__xfer_t *xf, int64_t delta)
 {
     xf->load_bytes += (uint64_t)delta;
     pp__atomic_store_relaxed(&node->sw.io_load_bytes, xf->load_bytes);
@@ -412,16 +412,16 @@ static void pp__xfer_load_bytes(pp__node_t *node, pp__xfer_t *xf, int64_t delta)
 
 /* Hands a load's next requests to the ring (all there is room for), or
  * ends it once the last is back: checked, and committed resident or left
- * swapped (load.c). */
-static void pp__xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job)
+ * swapped (ioend.c). */
+static void xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job)
 {
     pp__xfer_t *xf = node->sw.xf;
-    while (job->rc == 0 && job->next < job->l.iolen && pp__xfer_can_queue(xf)) {
+    while (job->rc == 0 && job->next < job->l.iolen && xfer_can_queue(xf)) {
         size_t n = job->l.iolen - job->next > PP__SWAP_CHUNK ? PP__SWAP_CHUNK
                    : job->l.iolen - job->next;
         size_t need = job->l.len - job->next < n ? job->l.len - job->next : n;
-        pp__xfer_queue(node, job, false, job->l.dst + job->next, n, need, job->l.off + job->next,
-                       0);
+        xfer_queue(node, job, false, job->l.dst + job->next, n, need, job->l.off + job->next,
+                   0);
         job->next += n;
         job->parts++;
     }
@@ -436,10 +436,10 @@ static void pp__xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *jo
     int rc = pp__swap_load_end(pool, node, job->e, &job->l, job->rc, NULL, &data);
     if (rc != 0)
         pp__mem_unreserve(pool, job->size);
-    pp__xfer_load_bytes(node, xf, -(int64_t)job->size);
+    xfer_load_bytes(node, xf, -(int64_t)job->size);
     pp__entry_t *e = job->e;
-    pp__xfer_job_free(xf, job);
-    (void)pp__load_end(pool, node->index, e, rc, data, node->sw.st);
+    xfer_job_free(xf, job);
+    (void)pp__ioend_load_only(pool, node->index, e, rc, data, node->sw.st);
 }
 
 bool pp__xfer_keep(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t, void *data,
@@ -466,7 +466,7 @@ bool pp__xfer_keep(pp_pool_t *pool, pp__node_t *node, const pp__thread_t *t, voi
 }
 
 /* A kept buffer of size bytes, or NULL. */
-static void *pp__xfer_take(pp__xfer_t *xf, size_t size)
+static void *xfer_take(pp__xfer_t *xf, size_t size)
 {
     for (unsigned i = 0; i < xf->nspare; i++) {
         if (xf->spare_size[i] != size)
@@ -511,30 +511,30 @@ uint64_t pp__xfer_spare_bytes(const pp__node_t *node)
  * swap thread's: the hand evicts for it if need be, as for pp__load_only),
  * memory made, its requests handed over.  A load that cannot start ends at
  * once with its error. */
-static void pp__xfer_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__room_fn room)
+static void xfer_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__room_fn room)
 {
     pp__xfer_t *xf = node->sw.xf;
     size_t size = pp__cold(e)->size;
     int rc = room(pool, node, size);
     if (rc != 0) {
-        (void)pp__load_end(pool, node->index, e, rc, NULL, node->sw.st);
+        (void)pp__ioend_load_only(pool, node->index, e, rc, NULL, node->sw.st);
         return;
     }
-    pp__xjob_t *job = pp__xfer_job(xf);
+    pp__xjob_t *job = xfer_job(xf);
     const pp_type_t *type = pp__cold(e)->type;
-    void *spare = type == NULL || type->load == NULL ? pp__xfer_take(xf, size) : NULL;
+    void *spare = type == NULL || type->load == NULL ? xfer_take(xf, size) : NULL;
     pp__atomic_add_relaxed(&node->sw.io_load_recycled, spare != NULL);
     rc = pp__swap_load_begin(pool, node, e, &job->l, spare);
     if (rc != 0) {
-        pp__xfer_job_free(xf, job);
+        xfer_job_free(xf, job);
         pp__mem_unreserve(pool, size);
-        (void)pp__load_end(pool, node->index, e, rc, NULL, node->sw.st);
+        (void)pp__ioend_load_only(pool, node->index, e, rc, NULL, node->sw.st);
         return;
     }
     job->e = e;
     job->size = size;
-    pp__xfer_load_bytes(node, xf, (int64_t)size);
-    pp__xfer_load_step(pool, node, job);
+    xfer_load_bytes(node, xf, (int64_t)size);
+    xfer_load_step(pool, node, job);
 }
 
 bool pp__xfer_loads(pp_pool_t *pool, pp__node_t *node, bool stop, pp__room_fn room)
@@ -557,16 +557,16 @@ bool pp__xfer_loads(pp_pool_t *pool, pp__node_t *node, bool stop, pp__room_fn ro
         bool cancel = stop || (pp__atomic_load_relaxed(&e->pw) & PP__F_DEAD);
         /* Over the budget with loads in flight, or no request free: wait
          * for one to end (the first one in flight always starts). */
-        if (!cancel && (!pp__xfer_can_queue(xf) ||
+        if (!cancel && (!xfer_can_queue(xf) ||
                         (xf->load_bytes > 0 && xf->load_bytes + pp__cold(e)->size > xf->load_budget)))
             break;
         xf->held = xf->held->next;
         if (xf->held == NULL)
             xf->held_tail = &xf->held;
         if (cancel)
-            pp__io_clear_loading(pool, node, e);
+            pp__ioend_cancel_load(pool, node, e);
         else
-            pp__xfer_load(pool, node, e, room);
+            xfer_load(pool, node, e, room);
     }
     return took;
 }

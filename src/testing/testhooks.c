@@ -93,11 +93,11 @@ const char *pp__swap_path(pp_pool_t *pool)
 /* ------------------------------------------------------------------------ */
 
 _Atomic(pp__test_point_fn) pp__test_point_fn_;
-static void *_Atomic pp__test_point_ctx;
+static void *_Atomic test_point_ctx;
 
 void pp__test_point_hook(pp__test_point_fn fn, void *ctx)
 {
-    pp__atomic_store_relaxed(&pp__test_point_ctx, ctx);
+    pp__atomic_store_relaxed(&test_point_ctx, ctx);
     /* release: the context is stored before the hook that reads it. */
     pp__atomic_store_release(&pp__test_point_fn_, fn);
 }
@@ -107,7 +107,7 @@ void pp__test_point_run(enum pp__test_point where, void *arg)
     /* acquire: pairs with the hook's release (its context). */
     pp__test_point_fn fn = pp__atomic_load_acquire(&pp__test_point_fn_);
     if (fn != NULL)
-        fn(where, arg, pp__atomic_load_relaxed(&pp__test_point_ctx));
+        fn(where, arg, pp__atomic_load_relaxed(&test_point_ctx));
 }
 
 uint32_t pp__table_seg_slots(void)

@@ -30,41 +30,41 @@
 
 /* The classes enabled; read (relaxed) at every yield point. */
 _Atomic unsigned pp__yield_mask;
-static _Atomic unsigned pp__yield_one_in = PP__YIELD_ONE_IN_DEFAULT;
+static _Atomic unsigned yield_one_in = PP__YIELD_ONE_IN_DEFAULT;
 /* pp__debug_yield_set was called: the environment no longer applies. */
-static _Atomic int pp__yield_explicit;
-static pthread_once_t pp__yield_env_once = PTHREAD_ONCE_INIT;
-static __thread uint32_t pp__yield_rng;
+static _Atomic int yield_explicit;
+static pthread_once_t yield_env_once = PTHREAD_ONCE_INIT;
+static __thread uint32_t yield_rng;
 
 void pp__yield_maybe(void)
 {
-    unsigned one_in = pp__atomic_load_relaxed(&pp__yield_one_in);
+    unsigned one_in = pp__atomic_load_relaxed(&yield_one_in);
     if (one_in > 1) {
-        uint32_t x = pp__yield_rng;
+        uint32_t x = yield_rng;
         if (x == 0)   /* first use on this thread: a seed of its own, never 0 */
-            x = (((uint32_t)gettid() * 0x9E3779B9u) ^ (uint32_t)(uintptr_t)&pp__yield_rng) | 1u;
+            x = (((uint32_t)gettid() * 0x9E3779B9u) ^ (uint32_t)(uintptr_t)&yield_rng) | 1u;
         x ^= x << 13;   /* xorshift32 */
         x ^= x >> 17;
         x ^= x << 5;
-        pp__yield_rng = x;
+        yield_rng = x;
         if (x % one_in != 0)
             return;
     }
     sched_yield();
 }
 
-static void pp__yield_store(unsigned mask, unsigned one_in)
+static void yield_store(unsigned mask, unsigned one_in)
 {
     /* relaxed, both: switches, read independently; a yield point that sees
      * the new mask with the old rate (or the reverse) is harmless. */
-    pp__atomic_store_relaxed(&pp__yield_one_in, one_in == 0 ? 1u : one_in);
+    pp__atomic_store_relaxed(&yield_one_in, one_in == 0 ? 1u : one_in);
     pp__atomic_store_relaxed(&pp__yield_mask, mask & PP__YIELD_ALL);
 }
 
 void pp__debug_yield_set(unsigned mask, unsigned one_in)
 {
-    pp__atomic_store_relaxed(&pp__yield_explicit, 1);
-    pp__yield_store(mask, one_in);
+    pp__atomic_store_relaxed(&yield_explicit, 1);
+    yield_store(mask, one_in);
 }
 
 bool pp__debug_yield_available(void)
@@ -83,7 +83,7 @@ static const struct {
 };
 
 /* "CLASSES[:ONE_IN]" (see internal.h); false if not understood. */
-static bool pp__yield_parse(const char *s, unsigned *mask, unsigned *one_in)
+static bool yield_parse(const char *s, unsigned *mask, unsigned *one_in)
 {
     char buf[128];
     if (strlen(s) >= sizeof buf)
@@ -123,24 +123,24 @@ static bool pp__yield_parse(const char *s, unsigned *mask, unsigned *one_in)
     return true;
 }
 
-static void pp__yield_env_read(void)
+static void yield_env_read(void)
 {
     const char *env = getenv("PINPOOL_YIELD");
-    if (env == NULL || env[0] == '\0' || pp__atomic_load_relaxed(&pp__yield_explicit))
+    if (env == NULL || env[0] == '\0' || pp__atomic_load_relaxed(&yield_explicit))
         return;
     unsigned mask, one_in;
-    if (!pp__yield_parse(env, &mask, &one_in)) {
+    if (!yield_parse(env, &mask, &one_in)) {
         fprintf(stderr, "pinpool: PINPOOL_YIELD=%s not understood (want CLASSES[:ONE_IN], "
                 "CLASSES: all, or pin,unpin,owner,reclaim,evict,load, or a mask); "
                 "no yields\n", env);
         return;
     }
-    pp__yield_store(mask, one_in);
+    yield_store(mask, one_in);
 }
 
 void pp__debug_yield_env(void)
 {
-    pthread_once(&pp__yield_env_once, pp__yield_env_read);
+    pthread_once(&yield_env_once, yield_env_read);
 }
 
 #else /* !PINPOOL_DEBUG */

@@ -354,7 +354,7 @@ TEST_CASE(pinned_many_drops_what_is_left_after_a_pin_went_behind_its_back)
     CHECK(pins_of(pool, a.ref()) == 0);
 }
 
-// The test hook of the C library (src/testhooks.h, which is C only):
+// The test hook of the C library (src/testing/testhooks.h, which is C only):
 // while set, every allocation of the pool asks fail() first.
 extern "C" {
 typedef bool (*pp__alloc_fault_fn)(size_t size, void *ctx);

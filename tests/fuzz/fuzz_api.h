@@ -171,7 +171,7 @@ typedef struct ent {
 } ent_t;
 
 /* A scope of the input (pp_scope_t): its state and its ledger, the refs
- * pinned through it in the order src/scope.c keeps them (appended; an
+ * pinned through it in the order src/api/scope.c keeps them (appended; an
  * early unpin moves the last one into the place of the one it drops), so
  * that pp_scope_end drops them, and forgets PP_TRACK_PINS records, in the
  * order the pool does.  Its pins are pins of the entries (ent_t.pins) like

@@ -351,7 +351,7 @@ void op_stat(rd_t *r)
         check_info(&M.e[i], &in);
     else if (rc == 0)
         check_gone_info(&M.e[g], &in);
-    /* Bits 4-5: make a live entry hot, or end its hot mode (src/hot.c); no
+    /* Bits 4-5: make a live entry hot, or end its hot mode (src/core/hot.c); no
      * call's result may change, so the model does not know. */
     if (i >= 0 && !pool_null && (fl & 0x30) != 0 && (fl & 0x30) != 0x30) {
         int h = pp__debug_hot(M.pool, ref, (fl & 0x30) == 0x10 ? 1 : 0);

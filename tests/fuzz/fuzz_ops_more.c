@@ -321,7 +321,7 @@ void op_overflow(rd_t *r)
 /* Scopes                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Whether k more refs need a bigger ledger (src/scope.c: PP_SCOPE_INLINE
+/* Whether k more refs need a bigger ledger (src/api/scope.c: PP_SCOPE_INLINE
  * inline, then the heap, doubling; never smaller until the end). */
 static bool ledger_grows(const mscope_t *m, size_t k)
 {

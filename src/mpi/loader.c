@@ -6,7 +6,9 @@
  * the request comes here: the loader thread (one per layer, made at the
  * first such request) pins the entry without PP_PIN_NOWAIT, which waits
  * for the load and returns its result, and hands the request back to the
- * progress thread with that result as a command (PP__CMD_LOADED).  On 0
+ * progress thread with that result as a command (PP__CMD_LOADED: the
+ * progress thread serves it, pp__home_loaded, then gives it back here,
+ * pp__loader_done, which drops the loader's pin and frees it).  On 0
  * the loader's pin keeps the entry resident while the progress thread
  * serves it, and is dropped after; on an error (PP_EIO, PP_ECORRUPT,
  * PP_ENOMEM, PP_ESTALE) the remote pin gets that error.  So a load that
@@ -18,15 +20,6 @@
 #include "layer.h"
 
 #include <stdlib.h>
-
-typedef struct pp__load {
-    int src;
-    uint64_t id, ref;
-    uint32_t need;
-    int rc;                        /* the loader's pin: 0 (held) or its error */
-    pp__cmd_t cmd;                 /* LOADED: the way back, never allocated */
-    struct pp__load *next;
-} pp__load_t;
 
 static void *loader_main(void *arg)
 {
@@ -80,7 +73,6 @@ int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t nee
 
 void pp__loader_done(pp_mpi_t *m, pp__load_t *l)
 {
-    pp__home_loaded(m, l->src, l->id, l->ref, l->need, l->rc);
     if (l->rc == 0)
         (void)pp_unpin(m->pool, l->ref);   /* a serve holds its own pin now */
     free(l);

@@ -19,21 +19,6 @@
 #define MINT_SHIFT 32
 #define MINT_MAX   ((uint64_t)1 << 32)   /* intervals one entry can mint */
 
-static pp__proxy_t *proxy_find(pp_mpi_t *m, uint32_t rank, uint64_t ref)
-{
-    uint64_t v;
-    if (!pp__ht_get(&m->proxies[rank], ref, &v))
-        return NULL;
-    return (pp__proxy_t *)(uintptr_t)v;
-}
-
-static void proxy_remove(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__proxy_t *p)
-{
-    (void)pp__ht_remove(&m->proxies[rank], ref);
-    pp__wset_free(&p->held);
-    free(p);
-}
-
 static bool token_sane(const pp_mpi_t *m, const pp_mpi_token_t *t)
 {
     return t->gref.ref != PP_REF_NONE && t->gref.rank < (uint32_t)m->size && t->lo < t->hi &&
@@ -96,7 +81,7 @@ static void proxy_give_back(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__proxy_
                               "keeps it until destroy", (unsigned long long)ref, rank);
     }
     pp__remote_drop_copy(m, rank, ref);
-    proxy_remove(m, rank, ref, p);
+    pp__proxy_remove(m, rank, ref, p);
 }
 
 /* ---- the public calls ------------------------------------------------------ */
@@ -112,7 +97,7 @@ int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out)
         pp__home_t *h = pp__home_find(m, ref.ref);
         rc = h == NULL || h->owners == 0 ? PP_ESTALE : mint(h, &iv);
     } else {
-        pp__proxy_t *p = proxy_find(m, ref.rank, ref.ref);
+        pp__proxy_t *p = pp__proxy_find(m, ref.rank, ref.ref);
         if (p == NULL || p->owners == 0) {
             rc = PP_ESTALE;
         } else {
@@ -130,7 +115,7 @@ int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out)
                      * part, the token takes it all; with no proxy left
                      * (the caller's owner released meanwhile), it goes
                      * home. */
-                    p = proxy_find(m, ref.rank, ref.ref);
+                    p = pp__proxy_find(m, ref.rank, ref.ref);
                     pp__wiv_t keep = { more.lo, more.lo + (more.hi - more.lo) / 2 };
                     bool grow_fails = false;
                     PP__MPI_TP(m, EXPORT_GROW, &grow_fails);
@@ -192,7 +177,7 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
             h->owners++;
         }
     } else {
-        pp__proxy_t *p = proxy_find(m, rank, ref);
+        pp__proxy_t *p = pp__proxy_find(m, rank, ref);
         bool made = false;
         if (p == NULL) {
             p = calloc(1, sizeof *p);
@@ -209,7 +194,7 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
         else if ((rc = pp__wset_add(&p->held, iv)) == 0)
             p->owners++;
         if (rc != 0 && made)
-            proxy_remove(m, rank, ref, p);
+            pp__proxy_remove(m, rank, ref, p);
         if (rc == PP_ENOMEM || rc == PP_EOVERFLOW) {
             /* claimed, but not held here: the weight goes home, the token is used up */
             pp__wire_return_t rec = { ref, iv.lo, iv.hi };
@@ -264,7 +249,7 @@ int pp_mpi_retain(pp_mpi_t *m, pp_gref_t ref)
         pp__home_t *h = pp__home_find(m, ref.ref);
         owners = h != NULL ? &h->owners : NULL;
     } else {
-        pp__proxy_t *p = proxy_find(m, ref.rank, ref.ref);
+        pp__proxy_t *p = pp__proxy_find(m, ref.rank, ref.ref);
         owners = p != NULL ? &p->owners : NULL;
     }
     if (owners == NULL || *owners == 0)
@@ -293,7 +278,7 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref)
         }
     } else {
         /* A ref this rank never imported: PP_ESTALE, and no message. */
-        pp__proxy_t *p = proxy_find(m, ref.rank, ref.ref);
+        pp__proxy_t *p = pp__proxy_find(m, ref.rank, ref.ref);
         if (p == NULL || p->owners == 0)
             rc = PP_ESTALE;
         else if (--p->owners == 0)
@@ -301,13 +286,6 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref)
     }
     pthread_mutex_unlock(&m->own_mu);
     return rc;
-}
-
-/* Is ref owned here (remote.c: a copy is cached only then)?  own_mu held. */
-bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref)
-{
-    pp__proxy_t *p = proxy_find(m, rank, ref);
-    return p != NULL && p->owners > 0;
 }
 
 /* ---- messages (progress thread) -------------------------------------------- */
@@ -417,7 +395,7 @@ void pp__owners_finish(pp_mpi_t *m)
             while (nk < 64 && ck_ht_next(&m->proxies[r], &it, &e))
                 keys[nk++] = (uint64_t)ck_ht_entry_key_direct(e);
             for (size_t i = 0; i < nk; i++) {
-                pp__proxy_t *p = proxy_find(m, (uint32_t)r, keys[i]);
+                pp__proxy_t *p = pp__proxy_find(m, (uint32_t)r, keys[i]);
                 if (p->owners != 0)
                     pp__mpi_report(m, "destroy: %u owner(s) of ref %#llx of rank %d were never "
                                       "released: their weight goes home now",

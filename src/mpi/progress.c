@@ -39,23 +39,8 @@
 #define RETURN_DELAY_NS  200000ull   /* the longest a weight return waits for company */
 #define RETURN_BATCH     256u
 
-int pp__progress_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
-                      const void *body, size_t blen, unsigned flags, pp__sent_fn done,
-                      void *arg)
-{
-    int rc = m->t->ops->send(m->t, dst, tag, hdr, hlen, body, blen, flags, done, arg);
-    if (rc == 0) {
-        m->sent_to[dst]++;
-    } else {
-        pp__mpi_report(m, "send to rank %d failed: %s", dst,
-                       m->t->err[0] ? m->t->err : pp_strerror(rc));
-        if (m->progress_err == 0)
-            m->progress_err = rc == PP_EINVAL ? PP_EIO : rc;
-    }
-    return rc;
-}
-
-void pp__progress_queue_return(pp_mpi_t *m, uint32_t rank, const pp__wire_return_t *rec)
+/* Queues weight for its home, sent by flush_returns. */
+static void queue_return(pp_mpi_t *m, uint32_t rank, const pp__wire_return_t *rec)
 {
     pp__outbox_t *o = &m->outbox[rank];
     if (o->n == o->cap) {
@@ -134,7 +119,7 @@ static int take_commands(pp_mpi_t *m)
         pp__cmd_t *next = c->next;
         switch (c->kind) {
         case PP__CMD_RETURN:
-            pp__progress_queue_return(m, c->rank, &c->rec);
+            queue_return(m, c->rank, &c->rec);
             free(c);
             break;
         case PP__CMD_PUBLISH:
@@ -143,9 +128,13 @@ static int take_commands(pp_mpi_t *m)
         case PP__CMD_KILL:
             pp__home_killed(m, c->home);
             break;
-        case PP__CMD_LOADED:
-            pp__loader_done(m, c->load);
+        case PP__CMD_LOADED: {
+            /* served (or answered) first, then the loader's pin is dropped */
+            pp__load_t *l = c->load;
+            pp__home_loaded(m, l->src, l->id, l->ref, l->need, l->rc);
+            pp__loader_done(m, l);
             break;
+        }
         }
         c = next;
         did++;

@@ -31,7 +31,6 @@
 #include "layer.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Cached copies: dropped by eviction, never written (the home has them). */
 static const pp_type_t copy_type = {
@@ -143,16 +142,6 @@ static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
     return req;
 }
 
-void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size)
-{
-    memset(h, 0, sizeof *h);
-    h->magic = PP__COPY_MAGIC;
-    h->home_ref = req->home_ref;
-    h->size = size;
-    h->rank = req->rank;
-    h->version = req->version;
-}
-
 /* Makes req's arrived bytes a pinned flat copy: *local, *hdr.  The header
  * is written before the put, which publishes it to every pin. */
 static int flat_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
@@ -190,7 +179,7 @@ static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data,
         return rc;
     pthread_mutex_lock(&m->own_mu);
     bool cached = false;
-    if (pp__owners_held(m, req->rank, req->home_ref)) {
+    if (pp__proxy_held(m, req->rank, req->home_ref)) {
         pthread_mutex_lock(&m->cache_mu);
         uint64_t old = 0;
         bool newer_there = false;

@@ -24,6 +24,7 @@
 #include "layer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct pp__types {
     _Atomic uint32_t refs;               /* the layer's, and one per typed copy */
@@ -147,6 +148,18 @@ static void copy_free(void *data, size_t size, void *ctx)
     }
     free(h);
     pp__types_unref(ts);
+}
+
+/* A copy's header for req's reply (all but local), before its put: a
+ * typed copy's here, a flat one's in remote.c (flat_copy). */
+void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = PP__COPY_MAGIC;
+    h->home_ref = req->home_ref;
+    h->size = size;
+    h->rank = req->rank;
+    h->version = req->version;
 }
 
 int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,

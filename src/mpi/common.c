@@ -15,7 +15,7 @@
 
 /* ---- reports, time, the command queue ------------------------------------ */
 
-void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
+void pp__common_report(pp_mpi_t *m, const char *fmt, ...)
 {
     char line[256];
     int n = snprintf(line, sizeof line, "pinpool-mpi rank %d: ", m->rank);
@@ -27,7 +27,7 @@ void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
     pp_pool_report(m->pool, line);
 }
 
-uint64_t pp__mpi_now_ns(void)
+uint64_t pp__common_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -35,7 +35,7 @@ uint64_t pp__mpi_now_ns(void)
 }
 
 #if PP__TESTING
-void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
+void pp__common_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
 {
     /* acquire: pairs with the test's release store of tp, after tp_ctx */
     pp__mpi_tp_fn fn = pp__atomic_load_acquire(&m->tp);
@@ -44,7 +44,7 @@ void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
 }
 #endif
 
-void pp__mpi_wake(pp_mpi_t *m)
+void pp__common_wake(pp_mpi_t *m)
 {
     /* seq_cst bump and load: the store-load pair (the bump, then the load
      * of sleeping) against idle_sleep's (its store of sleeping, then its
@@ -57,8 +57,8 @@ void pp__mpi_wake(pp_mpi_t *m)
         syscall(SYS_futex, &m->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
-                    pp__home_t *home)
+int pp__common_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
+                       pp__home_t *home)
 {
     pp__cmd_t *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -68,11 +68,11 @@ int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_
     if (rec != NULL)
         c->rec = *rec;
     c->home = home;
-    pp__mpi_push(m, c);
+    pp__common_push(m, c);
     return 0;
 }
 
-void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c)
+void pp__common_push(pp_mpi_t *m, pp__cmd_t *c)
 {
     c->next = NULL;
     pthread_mutex_lock(&m->cmd_mu);
@@ -82,23 +82,23 @@ void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c)
         m->cmd_head = c;
     m->cmd_tail = c;
     pthread_mutex_unlock(&m->cmd_mu);
-    pp__mpi_wake(m);
+    pp__common_wake(m);
 }
 
 /* ---- sends (progress thread) --------------------------------------------- */
 
 /* A send on the transport, from the progress thread: counted for the FIN,
  * or reported, the first failure kept as the layer's error. */
-int pp__progress_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
-                      const void *body, size_t blen, unsigned flags, pp__sent_fn done,
-                      void *arg)
+int pp__common_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
+                    const void *body, size_t blen, unsigned flags, pp__sent_fn done,
+                    void *arg)
 {
     int rc = m->t->ops->send(m->t, dst, tag, hdr, hlen, body, blen, flags, done, arg);
     if (rc == 0) {
         m->sent_to[dst]++;
     } else {
-        pp__mpi_report(m, "send to rank %d failed: %s", dst,
-                       m->t->err[0] ? m->t->err : pp_strerror(rc));
+        pp__common_report(m, "send to rank %d failed: %s", dst,
+                          m->t->err[0] ? m->t->err : pp_strerror(rc));
         if (m->progress_err == 0)
             m->progress_err = rc == PP_EINVAL ? PP_EIO : rc;
     }

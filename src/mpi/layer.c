@@ -38,7 +38,7 @@ static void free_layer(pp_mpi_t *m)
     free(m->recv_from);
     free(m->fin_from);
     free(m->seen_seq);
-    pp__thr_free(m);
+    pp__perthread_free(m);
     pthread_mutex_destroy(&m->thr_mu);
     pthread_mutex_destroy(&m->cmd_mu);
     pthread_mutex_destroy(&m->home_mu);
@@ -49,12 +49,12 @@ static void free_layer(pp_mpi_t *m)
     pthread_cond_destroy(&m->pub_cv);
     pthread_mutex_destroy(&m->load_mu);
     pthread_cond_destroy(&m->load_cv);
-    pp__types_unref(m->types);   /* lives on while typed copies do */
+    pp__typed_unref(m->types);   /* lives on while typed copies do */
     free(m);
     pp__ht_unhold();
 }
 
-int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out)
+int pp__layer_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out)
 {
     if (t == NULL || pool == NULL || out == NULL || t->size <= 0)
         return PP_EINVAL;
@@ -67,7 +67,7 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     m->own_transport = own;
     m->rank = t->rank;
     m->size = t->size;
-    m->id = pp__layer_id_new();
+    m->id = pp__perthread_layer_id();
     pthread_mutex_init(&m->thr_mu, NULL);
     pthread_mutex_init(&m->cmd_mu, NULL);
     pthread_mutex_init(&m->home_mu, NULL);
@@ -91,7 +91,7 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     bool ok = m->cache && m->proxies && m->outbox && m->sent_to && m->recv_from &&
               m->fin_from && m->seen_seq && m->export_seq && m->claimed &&
               pp__ht_init(&m->home) &&
-              pp__types_create(&m->types) == 0;
+              pp__typed_create(&m->types) == 0;
     for (size_t r = 0; ok && r < n; r++) {
         ok = pp__ht_init(&m->cache[r]) && pp__ht_init(&m->proxies[r]);
         m->fin_from[r] = UINT64_MAX;
@@ -122,13 +122,13 @@ int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out)
         return PP_ENOTSUP;
     pp__transport_t *t = NULL;
     char err[160] = "";
-    int rc = pp__mpi_transport_create(comm, &t, err, sizeof err);
+    int rc = pp__transport_mpi_create(comm, &t, err, sizeof err);
     if (rc != 0) {
         if (err[0] != '\0')
             fprintf(stderr, "pinpool-mpi: %s\n", err);
         return rc;
     }
-    rc = pp__mpi_create_on(t, true, pool, out);
+    rc = pp__layer_create_on(t, true, pool, out);
     if (rc != 0)
         t->ops->destroy(t);
     return rc;
@@ -140,7 +140,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
         return PP_EINVAL;
     uint64_t hits;
     int64_t pins;
-    pp__thr_sum(m, &hits, &pins);   /* every thread's pins and unpins */
+    pp__perthread_sum(m, &hits, &pins);   /* every thread's pins and unpins */
     if (pins > 0)
         return PP_EBUSY;
     /* Owners this rank still holds of other ranks' entries are reported
@@ -150,7 +150,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
     /* release: pairs with the progress thread's acquire load: the owners
      * pp__owners_finish gave back are queued before it sees the flag */
     pp__atomic_store_release(&m->finishing, 1);
-    pp__mpi_wake(m);
+    pp__common_wake(m);
     pthread_join(m->thread, NULL);
     pp__loader_stop(m);
     int rc = m->progress_err;
@@ -175,7 +175,7 @@ int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type, unsi
     if (rc != 0)
         return rc;
     pp__home_t *h = NULL;
-    rc = pp__home_add(m, ref, size, pp__types_id_of(m->types, type), &h);
+    rc = pp__home_add(m, ref, size, pp__typed_id_of(m->types, type), &h);
     if (rc != 0) {
         /* The pool owns data now: dropping the one owner frees it. */
         (void)pp_release(m->pool, ref);
@@ -207,7 +207,7 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
      * the count sees the line */
     out->refused_returns = pp__atomic_load_acquire(&m->st.refused_returns);
     int64_t pins;
-    pp__thr_sum(m, &out->hits, &pins);   /* the threads' blocks */
+    pp__perthread_sum(m, &out->hits, &pins);   /* the threads' blocks */
     return 0;
 }
 

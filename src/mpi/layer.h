@@ -115,12 +115,12 @@ enum pp__mpi_tp {
 };
 typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
 /* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and
- * pp__mpi_tp_run loads tp again with acquire before it reads tp_ctx. */
+ * pp__common_tp_run loads tp again with acquire before it reads tp_ctx. */
 #if PP__TESTING
 #define PP__MPI_TP(m, where, arg)                                                   \
     do {                                                                            \
         if (__builtin_expect(pp__atomic_load_relaxed(&(m)->tp) != NULL, 0))         \
-            pp__mpi_tp_run((m), PP__MPI_TP_##where, (arg));                         \
+            pp__common_tp_run((m), PP__MPI_TP_##where, (arg));                         \
     } while (0)
 #else
 #define PP__MPI_TP(m, where, arg) do { (void)(m); (void)(arg); } while (0)
@@ -322,11 +322,12 @@ struct pp_mpi {
  * on its own block, a relaxed load and store each (it is the block's only
  * writer: no read-modify-write, no shared line); the block is found
  * through the thread's cache keyed by m->id, or made once (perthread.c). */
-static inline void pp__thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
+static inline void pp__layer_thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
 {
-    pp__tls_t *t = pp__tls;
-    pp__thr_t *b = __builtin_expect(t != NULL && t->layer[0] == m->id, 1) ? t->thr[0]
-                                                                          : pp__thr_slow(m);
+    pp__tls_t *t = pp__perthread_tls;
+    pp__thr_t *b = __builtin_expect(t != NULL && t->layer[0] == m->id, 1)
+                       ? t->thr[0]
+                       : pp__perthread_thr_slow(m);
     if (__builtin_expect(b == NULL, 0)) {
         /* no memory for a block: shared counters, off the hot path */
         pp__atomic_add_relaxed(&m->spill_hits, hits);
@@ -354,30 +355,30 @@ void pp__ht_hold(void);
 void pp__ht_unhold(void);
 
 /* common.c */
-void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
+void pp__common_report(pp_mpi_t *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-uint64_t pp__mpi_now_ns(void);
+uint64_t pp__common_now_ns(void);
 #if PP__TESTING
-void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
+void pp__common_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
 #endif
-void pp__mpi_wake(pp_mpi_t *m);
-int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
-                    struct pp__home *home);
-void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
-int pp__progress_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
-                      const void *body, size_t blen, unsigned flags, pp__sent_fn done,
-                      void *arg);                                          /* progress */
+void pp__common_wake(pp_mpi_t *m);
+int pp__common_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
+                       struct pp__home *home);
+void pp__common_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
+int pp__common_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
+                    const void *body, size_t blen, unsigned flags, pp__sent_fn done,
+                    void *arg);                                          /* progress */
 
 /* typed.c: types registered by id, typed entries packed and unpacked */
 #define PP__TYPE_UNREGISTERED UINT32_MAX
-int pp__types_create(struct pp__types **out);
-void pp__types_unref(struct pp__types *ts);
+int pp__typed_create(struct pp__types **out);
+void pp__typed_unref(struct pp__types *ts);
 /* The id of type, PP__TYPE_UNREGISTERED if it has none; 0: flat. */
-uint32_t pp__types_id_of(const struct pp__types *ts, const pp_type_t *type);
+uint32_t pp__typed_id_of(const struct pp__types *ts, const pp_type_t *type);
 /* The type registered as id here, or NULL. */
-const pp_type_t *pp__types_get(const struct pp__types *ts, uint32_t id);
+const pp_type_t *pp__typed_get(const struct pp__types *ts, uint32_t id);
 /* A copy's header for req's reply (all but local), before its put. */
-void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size);
+void pp__typed_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size);
 /* Makes req's arrived packed bytes a pinned typed copy: *local, *hdr. */
 int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
                    pp__copy_hdr_t **hdr);
@@ -445,6 +446,6 @@ void *pp__progress_main(void *arg);
 /* layer.c: the internal constructor, the layer over any transport; the
  * tests use it with the in-process one.  pp_mpi_create is this over the
  * MPI transport. */
-int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out);
+int pp__layer_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out);
 
 #endif /* PP_MPI_LAYER_H */

@@ -37,7 +37,7 @@ static void *loader_main(void *arg)
         pthread_mutex_unlock(&m->load_mu);
         l->rc = pp_pin(m->pool, l->ref, 0, NULL);   /* waits for the load */
         l->cmd = (pp__cmd_t){ .kind = PP__CMD_LOADED, .load = l };
-        pp__mpi_push(m, &l->cmd);
+        pp__common_push(m, &l->cmd);
         pthread_mutex_lock(&m->load_mu);
     }
     pthread_mutex_unlock(&m->load_mu);
@@ -49,8 +49,8 @@ int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t nee
 {
     if (!m->loader_made) {
         if (pthread_create(&m->loader, NULL, loader_main, m) != 0) {
-            pp__mpi_report(m, "no thread to load ref %#llx for rank %d: PP_ENOMEM",
-                           (unsigned long long)ref, src);
+            pp__common_report(m, "no thread to load ref %#llx for rank %d: PP_ENOMEM",
+                              (unsigned long long)ref, src);
             return PP_ENOMEM;
         }
         m->loader_made = true;

@@ -22,7 +22,9 @@ foreach(v NM ORDER OBJECTS)
 endforeach()
 
 foreach(v ORDER OBJECTS LAYERS)
-    string(REPLACE "," ";" ${v} "${${v}}")
+    if(DEFINED ${v})             # LAYERS is optional
+        string(REPLACE "," ";" ${v} "${${v}}")
+    endif()
 endforeach()
 
 # Each object's source, as ORDER names it.

@@ -11,18 +11,23 @@ if(NOT MPI_C_FOUND)
 endif()
 set(PINPOOL_HAVE_MPI ON)
 
+# From the bottom up: each file refers only to the files before it
+# (src/mpi/layer.h; the test layout.calls.mpi).
 set(PINPOOL_MPI_SOURCES
-    src/mpi/layer.c
-    src/mpi/home.c
-    src/mpi/owners.c
-    src/mpi/remote.c
-    src/mpi/typed.c
-    src/mpi/perthread.c
-    src/mpi/progress.c
-    src/mpi/loader.c
-    src/mpi/wset.c
     src/mpi/wire.c
-    src/mpi/transport_mpi.c)
+    src/mpi/wset.c
+    src/mpi/perthread.c
+    src/mpi/transport_mpi.c
+    src/mpi/ht.c
+    src/mpi/common.c
+    src/mpi/typed.c
+    src/mpi/loader.c
+    src/mpi/home.c
+    src/mpi/proxy.c
+    src/mpi/remote.c
+    src/mpi/owners.c
+    src/mpi/progress.c
+    src/mpi/layer.c)
 set(PINPOOL_MPI_HEADERS
     src/mpi/layer.h
     src/mpi/perthread.h

@@ -118,10 +118,10 @@ void pp__home_kill(pp_mpi_t *m, pp__home_t *h)
     pp__wset_free(&h->out);
     h->kill_cmd = (pp__cmd_t){ .kind = PP__CMD_KILL, .home = h };
     h->kill_cmd.rec.ref = ref;
-    pp__mpi_push(m, &h->kill_cmd);
+    pp__common_push(m, &h->kill_cmd);
     if (pp_release(m->pool, ref) != 0)
-        pp__mpi_report(m, "ref %#llx: the layer's owner was already gone (released with "
-                          "pp_release instead of pp_mpi_release?)", (unsigned long long)ref);
+        pp__common_report(m, "ref %#llx: the layer's owner was already gone (released with "
+                             "pp_release instead of pp_mpi_release?)", (unsigned long long)ref);
 }
 
 /* ---- pins on the home ------------------------------------------------------ */
@@ -202,7 +202,7 @@ static void release_writer(pp_mpi_t *m, pp__home_t *h, bool publish)
     if (pp__atomic_load_seq_cst(&h->has_parked) &&
         !pp__atomic_exchange_acquire(&h->publish_queued, true)) {
         h->publish_cmd = (pp__cmd_t){ .kind = PP__CMD_PUBLISH, .home = h };
-        pp__mpi_push(m, &h->publish_cmd);
+        pp__common_push(m, &h->publish_cmd);
     }
 }
 
@@ -237,7 +237,7 @@ int pp__home_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32
         }
     }
     rc = pp_pin(m->pool, ref.ref, flags, data);
-    if (rc == 0 && (flags & PP_PIN_WRITE) && pp__wpin_add(m->id, ref.ref) != 0) {
+    if (rc == 0 && (flags & PP_PIN_WRITE) && pp__perthread_wpin_add(m->id, ref.ref) != 0) {
         (void)pp_unpin(m->pool, ref.ref);
         rc = PP_ENOMEM;
     }
@@ -257,7 +257,7 @@ int pp__home_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, bool publish)
         return pp_unpin(m->pool, ref.ref);
     /* Only a thread that holds a write pin of ref drops one: a read pin
      * dropped with PP_PIN_WRITE is refused, whoever else writes. */
-    uint32_t *mine = pp__wpin_find(m->id, ref.ref);
+    uint32_t *mine = pp__perthread_wpin_find(m->id, ref.ref);
     if (mine == NULL)
         return PP_ENOTPINNED;
     int rc = pp_unpin(m->pool, ref.ref);
@@ -286,7 +286,7 @@ static void reply_status(pp_mpi_t *m, int src, uint64_t id, int status)
     uint64_t f[PP__WIRE_REPLY_N] = { id, (uint64_t)(int64_t)status, 0, 0, 0, 0 };
     unsigned char hdr[PP__WIRE_FIXED_SIZE(PP__WIRE_REPLY_N)];
     pp__wire_fixed_pack(hdr, PP__WIRE_REPLY, f, PP__WIRE_REPLY_N);
-    (void)pp__progress_send(m, src, PP__TAG_REPLY, hdr, sizeof hdr, NULL, 0, 0, NULL, NULL);
+    (void)pp__common_send(m, src, PP__TAG_REPLY, hdr, sizeof hdr, NULL, 0, 0, NULL, NULL);
 }
 
 static void recycle(pp_mpi_t *m, pp__home_t *h)
@@ -329,12 +329,12 @@ static int park(pp__parked_t **list, int src, uint64_t id, uint64_t ref, uint32_
  * PP_EIO (save failed, reported), PP_ENOMEM. */
 static int pack(pp_mpi_t *m, const pp__home_t *h, const void *data, void **out, size_t *len)
 {
-    const pp_type_t *type = pp__types_get(m->types, h->type_id);
+    const pp_type_t *type = pp__typed_get(m->types, h->type_id);
     int rc = pp_type_pack(type, data, h->size, out, len);
     if (rc != 0)
-        pp__mpi_report(m, "type %s: save failed (%s) packing ref %#llx for another rank",
-                       type->name != NULL ? type->name : "(unnamed)", pp_err_name(rc),
-                       (unsigned long long)pp__atomic_load_relaxed(&h->ref));
+        pp__common_report(m, "type %s: save failed (%s) packing ref %#llx for another rank",
+                          type->name != NULL ? type->name : "(unnamed)", pp_err_name(rc),
+                          (unsigned long long)pp__atomic_load_relaxed(&h->ref));
     return rc == PP_ENOMEM ? PP_ENOMEM : rc != 0 ? PP_EIO : 0;
 }
 
@@ -348,8 +348,8 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
         return 1;
     }
     if (h->type_id == PP__TYPE_UNREGISTERED) {
-        pp__mpi_report(m, "rank %d pinned ref %#llx, whose type is not registered here "
-                       "(pp_mpi_type_register): PP_ENOTSUP", src, (unsigned long long)ref);
+        pp__common_report(m, "rank %d pinned ref %#llx, whose type is not registered here "
+                          "(pp_mpi_type_register): PP_ENOTSUP", src, (unsigned long long)ref);
         reply_status(m, src, id, PP_ENOTSUP);
         return 1;
     }
@@ -420,7 +420,7 @@ static int try_serve(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
     }
     uint64_t f[PP__WIRE_REPLY_N] = { id, 0, version, len, h->type_id, h->size };
     pp__wire_fixed_pack(s->hdr, PP__WIRE_REPLY, f, PP__WIRE_REPLY_N);
-    rc = pp__progress_send(m, src, PP__TAG_REPLY, s->hdr, sizeof s->hdr, body, len, 0, served, s);
+    rc = pp__common_send(m, src, PP__TAG_REPLY, s->hdr, sizeof s->hdr, body, len, 0, served, s);
     if (rc != 0) {
         served(s, rc);
         return 1;
@@ -435,7 +435,7 @@ void pp__home_serve(pp_mpi_t *m, int src, const void *buf, size_t len)
     uint64_t f[PP__WIRE_REQ_N];
     if (pp__wire_fixed_check(buf, len, PP__WIRE_REQ, f, PP__WIRE_REQ_N) != 0 ||
         f[2] > UINT32_MAX) {
-        pp__mpi_report(m, "a request from rank %d is garbage (%zu bytes): ignored", src, len);
+        pp__common_report(m, "a request from rank %d is garbage (%zu bytes): ignored", src, len);
         return;
     }
     (void)try_serve(m, src, f[0], f[1], (uint32_t)f[2]);
@@ -542,13 +542,13 @@ void pp__home_destroy(pp_mpi_t *m)
             if (ref == PP_REF_NONE)
                 continue;
             if (h->owners != 0)
-                pp__mpi_report(m, "destroy: ref %#llx still has %u owner(s) on its home",
-                               (unsigned long long)ref, h->owners);
+                pp__common_report(m, "destroy: ref %#llx still has %u owner(s) on its home",
+                                  (unsigned long long)ref, h->owners);
             if (!pp__wset_empty(&h->out))
-                pp__mpi_report(m, "destroy: ref %#llx: weight %llu never came back from other "
-                                  "ranks (owners not released, or tokens never imported)",
-                               (unsigned long long)ref,
-                               (unsigned long long)pp__wset_weight(&h->out));
+                pp__common_report(m, "destroy: ref %#llx: weight %llu never came back from other "
+                                     "ranks (owners not released, or tokens never imported)",
+                                  (unsigned long long)ref,
+                                  (unsigned long long)pp__wset_weight(&h->out));
             pp__wset_free(&h->out);
             (void)pp_release(m->pool, ref);
         }

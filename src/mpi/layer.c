@@ -1,207 +1,13 @@
 /*
- * layer.c -- the MPI layer's life (create, destroy), put, stats, the
- * command queue to the progress thread, and the public calls that only
- * choose between the home side (home.c) and the remote side (remote.c).
+ * layer.c -- the MPI layer's life (create, destroy), put, stats, and the
+ * public calls that only choose between the home side (home.c) and the
+ * remote side (remote.c): the top of the layer, which calls every file
+ * below it.
  */
 #include "layer.h"
 
-/* xxHash header-only: the tables' hash, with no library to link */
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-#include <errno.h>
-#include <linux/futex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-/* ---- ck_ht with direct keys ----------------------------------------------
- * ck_ht is read without a lock while one writer (under the caller's mutex)
- * changes it; when it grows, the old map may still be read by a reader
- * that found it before: ck asks for such frees to be deferred.  The layer
- * keeps those maps until the process's last layer (and the last type
- * registry, which may outlive its layer) is gone (a map is
- * retired only when its table doubles, so they add up to less than the
- * live one). */
-static pthread_mutex_t retired_mu = PTHREAD_MUTEX_INITIALIZER;
-static void **retired;
-static size_t n_retired, cap_retired;
-static unsigned live_layers;          /* layers and type registries (typed.c) */
-
-static void *ht_malloc(size_t n)
-{
-    return malloc(n);
-}
-
-static void *ht_realloc(void *p, size_t old, size_t n, bool defer)
-{
-    (void)old;
-    (void)defer;
-    return realloc(p, n);
-}
-
-static void ht_free(void *p, size_t n, bool defer)
-{
-    (void)n;
-    if (!defer || p == NULL) {
-        free(p);
-        return;
-    }
-    pthread_mutex_lock(&retired_mu);
-    if (n_retired == cap_retired) {
-        size_t cap = cap_retired ? 2 * cap_retired : 16;
-        void **r = realloc(retired, cap * sizeof *r);
-        if (r == NULL) {
-            /* Cannot keep it: leaking a map is safe, freeing it is not. */
-            pthread_mutex_unlock(&retired_mu);
-            return;
-        }
-        retired = r;
-        cap_retired = cap;
-    }
-    retired[n_retired++] = p;
-    pthread_mutex_unlock(&retired_mu);
-}
-
-void pp__ht_hold(void)
-{
-    pthread_mutex_lock(&retired_mu);
-    live_layers++;
-    pthread_mutex_unlock(&retired_mu);
-}
-
-void pp__ht_unhold(void)
-{
-    pthread_mutex_lock(&retired_mu);
-    if (--live_layers == 0) {
-        for (size_t i = 0; i < n_retired; i++)
-            free(retired[i]);
-        free(retired);
-        retired = NULL;
-        n_retired = cap_retired = 0;
-    }
-    pthread_mutex_unlock(&retired_mu);
-}
-
-static struct ck_malloc ht_alloc = { ht_malloc, ht_realloc, ht_free };
-
-static void ht_hash(ck_ht_hash_t *h, const void *key, size_t len, uint64_t seed)
-{
-    /* direct mode: ck passes &key, the 64-bit value itself */
-    h->value = XXH3_64bits_withSeed(key, len, seed);
-}
-
-bool pp__ht_init(ck_ht_t *ht)
-{
-    return ck_ht_init(ht, CK_HT_MODE_DIRECT | CK_HT_WORKLOAD_DELETE, ht_hash, &ht_alloc, 64,
-                      0x70706d70ull);
-}
-
-bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val)
-{
-    ck_ht_entry_t e;
-    ck_ht_hash_t h;
-    ck_ht_hash_direct(&h, ht, (uintptr_t)key);
-    ck_ht_entry_key_set_direct(&e, (uintptr_t)key);
-    if (!ck_ht_get_spmc(ht, h, &e))
-        return false;
-    *val = (uint64_t)ck_ht_entry_value_direct(&e);
-    return true;
-}
-
-bool pp__ht_set(ck_ht_t *ht, uint64_t key, uint64_t val)
-{
-    ck_ht_entry_t e;
-    ck_ht_hash_t h;
-    ck_ht_hash_direct(&h, ht, (uintptr_t)key);
-    ck_ht_entry_set_direct(&e, h, (uintptr_t)key, (uintptr_t)val);
-    return ck_ht_set_spmc(ht, h, &e);
-}
-
-bool pp__ht_remove(ck_ht_t *ht, uint64_t key)
-{
-    ck_ht_entry_t e;
-    ck_ht_hash_t h;
-    ck_ht_hash_direct(&h, ht, (uintptr_t)key);
-    ck_ht_entry_key_set_direct(&e, (uintptr_t)key);
-    return ck_ht_remove_spmc(ht, h, &e);
-}
-
-/* ---- reports, time, the command queue ------------------------------------ */
-
-void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
-{
-    char line[256];
-    int n = snprintf(line, sizeof line, "pinpool-mpi rank %d: ", m->rank);
-    va_list ap;
-    va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof line)
-        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    pp_pool_report(m->pool, line);
-}
-
-uint64_t pp__mpi_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-#if PP__TESTING
-void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg)
-{
-    /* acquire: pairs with the test's release store of tp, after tp_ctx */
-    pp__mpi_tp_fn fn = pp__atomic_load_acquire(&m->tp);
-    if (fn != NULL)
-        fn(m, where, arg, m->tp_ctx);
-}
-#endif
-
-void pp__mpi_wake(pp_mpi_t *m)
-{
-    /* seq_cst bump and load: the store-load pair (the bump, then the load
-     * of sleeping) against idle_sleep's (its store of sleeping, then its
-     * load of wake).  Either the progress thread sees the new wake value
-     * before it sleeps (its FUTEX_WAIT compares it), or it has set
-     * sleeping before our load and we wake it.  The bump is also the
-     * release the progress thread's acquire load of wake pairs with. */
-    pp__atomic_add_seq_cst(&m->wake, 1);
-    if (pp__atomic_load_seq_cst(&m->sleeping))
-        syscall(SYS_futex, &m->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
-                    pp__home_t *home)
-{
-    pp__cmd_t *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return PP_ENOMEM;
-    c->kind = kind;
-    c->rank = rank;
-    if (rec != NULL)
-        c->rec = *rec;
-    c->home = home;
-    pp__mpi_push(m, c);
-    return 0;
-}
-
-void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c)
-{
-    c->next = NULL;
-    pthread_mutex_lock(&m->cmd_mu);
-    if (m->cmd_tail != NULL)
-        m->cmd_tail->next = c;
-    else
-        m->cmd_head = c;
-    m->cmd_tail = c;
-    pthread_mutex_unlock(&m->cmd_mu);
-    pp__mpi_wake(m);
-}
 
 /* ---- create, destroy ------------------------------------------------------ */
 
@@ -232,7 +38,7 @@ static void free_layer(pp_mpi_t *m)
     free(m->recv_from);
     free(m->fin_from);
     free(m->seen_seq);
-    pp__thr_free(m);
+    pp__perthread_free(m);
     pthread_mutex_destroy(&m->thr_mu);
     pthread_mutex_destroy(&m->cmd_mu);
     pthread_mutex_destroy(&m->home_mu);
@@ -243,12 +49,12 @@ static void free_layer(pp_mpi_t *m)
     pthread_cond_destroy(&m->pub_cv);
     pthread_mutex_destroy(&m->load_mu);
     pthread_cond_destroy(&m->load_cv);
-    pp__types_unref(m->types);   /* lives on while typed copies do */
+    pp__typed_unref(m->types);   /* lives on while typed copies do */
     free(m);
     pp__ht_unhold();
 }
 
-int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out)
+int pp__layer_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out)
 {
     if (t == NULL || pool == NULL || out == NULL || t->size <= 0)
         return PP_EINVAL;
@@ -261,7 +67,7 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     m->own_transport = own;
     m->rank = t->rank;
     m->size = t->size;
-    m->id = pp__layer_id_new();
+    m->id = pp__perthread_layer_id();
     pthread_mutex_init(&m->thr_mu, NULL);
     pthread_mutex_init(&m->cmd_mu, NULL);
     pthread_mutex_init(&m->home_mu, NULL);
@@ -285,7 +91,7 @@ int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **
     bool ok = m->cache && m->proxies && m->outbox && m->sent_to && m->recv_from &&
               m->fin_from && m->seen_seq && m->export_seq && m->claimed &&
               pp__ht_init(&m->home) &&
-              pp__types_create(&m->types) == 0;
+              pp__typed_create(&m->types) == 0;
     for (size_t r = 0; ok && r < n; r++) {
         ok = pp__ht_init(&m->cache[r]) && pp__ht_init(&m->proxies[r]);
         m->fin_from[r] = UINT64_MAX;
@@ -316,13 +122,13 @@ int pp_mpi_create(MPI_Comm comm, pp_pool_t *pool, pp_mpi_t **out)
         return PP_ENOTSUP;
     pp__transport_t *t = NULL;
     char err[160] = "";
-    int rc = pp__mpi_transport_create(comm, &t, err, sizeof err);
+    int rc = pp__transport_mpi_create(comm, &t, err, sizeof err);
     if (rc != 0) {
         if (err[0] != '\0')
             fprintf(stderr, "pinpool-mpi: %s\n", err);
         return rc;
     }
-    rc = pp__mpi_create_on(t, true, pool, out);
+    rc = pp__layer_create_on(t, true, pool, out);
     if (rc != 0)
         t->ops->destroy(t);
     return rc;
@@ -334,7 +140,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
         return PP_EINVAL;
     uint64_t hits;
     int64_t pins;
-    pp__thr_sum(m, &hits, &pins);   /* every thread's pins and unpins */
+    pp__perthread_sum(m, &hits, &pins);   /* every thread's pins and unpins */
     if (pins > 0)
         return PP_EBUSY;
     /* Owners this rank still holds of other ranks' entries are reported
@@ -344,7 +150,7 @@ int pp_mpi_destroy(pp_mpi_t *m)
     /* release: pairs with the progress thread's acquire load: the owners
      * pp__owners_finish gave back are queued before it sees the flag */
     pp__atomic_store_release(&m->finishing, 1);
-    pp__mpi_wake(m);
+    pp__common_wake(m);
     pthread_join(m->thread, NULL);
     pp__loader_stop(m);
     int rc = m->progress_err;
@@ -369,7 +175,7 @@ int pp_mpi_put(pp_mpi_t *m, void *data, size_t size, const pp_type_t *type, unsi
     if (rc != 0)
         return rc;
     pp__home_t *h = NULL;
-    rc = pp__home_add(m, ref, size, pp__types_id_of(m->types, type), &h);
+    rc = pp__home_add(m, ref, size, pp__typed_id_of(m->types, type), &h);
     if (rc != 0) {
         /* The pool owns data now: dropping the one owner frees it. */
         (void)pp_release(m->pool, ref);
@@ -401,7 +207,7 @@ int pp_mpi_stats(pp_mpi_t *m, pp_mpi_stats_t *out)
      * the count sees the line */
     out->refused_returns = pp__atomic_load_acquire(&m->st.refused_returns);
     int64_t pins;
-    pp__thr_sum(m, &out->hits, &pins);   /* the threads' blocks */
+    pp__perthread_sum(m, &out->hits, &pins);   /* the threads' blocks */
     return 0;
 }
 

@@ -1,13 +1,23 @@
 /*
- * layer.h -- the MPI layer's internals, shared by its files:
+ * layer.h -- the MPI layer's internals, shared by its files, listed from
+ * the bottom up: each calls only files above it here (docs/mpi.md,
+ * "Inside the layer"; the test layout.calls.mpi):
  *
- *   layer.c     create, destroy, put, stats, the command queue
- *   owners.c    owners across ranks: home records' weight, proxies, tokens
- *   home.c      the home side: records, write pins, versions, serving
- *   remote.c    the remote side: the cache of copies, requests, remote pins
- *   progress.c  the progress thread: messages in and out
- *   loader.c    the home's loads for serves, on a thread of their own
+ *   wire.c      messages as bytes (wire.h)
+ *   wset.c      sets of weight intervals (wset.h)
  *   perthread.c each thread's hints and counters (perthread.h)
+ *   transport_mpi.c the MPI transport (transport.h)
+ *   ht.c        ck_ht with direct keys; the maps the tables retire
+ *   common.c    reports, the clock, test points, the command queue and
+ *               the progress thread's wake, sends
+ *   typed.c     registered types; typed copies, packed and unpacked
+ *   loader.c    the home's loads for serves, on a thread of their own
+ *   home.c      the home side: records, write pins, versions, serving
+ *   proxy.c     this rank's proxies of other ranks' refs
+ *   remote.c    the remote side: the cache of copies, requests, remote pins
+ *   owners.c    owners across ranks: home records' weight, proxies, tokens
+ *   progress.c  the progress thread: messages in and out
+ *   layer.c     create, destroy, put, stats, the pins' dispatch
  *
  * Who touches what (docs/mpi.md, "Inside the layer"):
  *  - the progress thread alone calls the transport;
@@ -105,12 +115,12 @@ enum pp__mpi_tp {
 };
 typedef void (*pp__mpi_tp_fn)(pp_mpi_t *m, enum pp__mpi_tp where, void *arg, void *ctx);
 /* relaxed: a switch; a test sets tp_ctx before it stores tp (release) and
- * pp__mpi_tp_run loads tp again with acquire before it reads tp_ctx. */
+ * pp__common_tp_run loads tp again with acquire before it reads tp_ctx. */
 #if PP__TESTING
 #define PP__MPI_TP(m, where, arg)                                                   \
     do {                                                                            \
         if (__builtin_expect(pp__atomic_load_relaxed(&(m)->tp) != NULL, 0))         \
-            pp__mpi_tp_run((m), PP__MPI_TP_##where, (arg));                         \
+            pp__common_tp_run((m), PP__MPI_TP_##where, (arg));                         \
     } while (0)
 #else
 #define PP__MPI_TP(m, where, arg) do { (void)(m); (void)(arg); } while (0)
@@ -126,6 +136,17 @@ typedef struct pp__cmd {
     struct pp__load *load;         /* LOADED (loader.c) */
     struct pp__cmd *next;
 } pp__cmd_t;
+
+/* A serve waiting for its entry's load on the loader thread (loader.c);
+ * its cmd takes it back to the progress thread. */
+typedef struct pp__load {
+    int src;
+    uint64_t id, ref;
+    uint32_t need;
+    int rc;                        /* the loader's pin: 0 (held) or its error */
+    pp__cmd_t cmd;                 /* LOADED: the way back, never allocated */
+    struct pp__load *next;
+} pp__load_t;
 
 /* ---- home records -------------------------------------------------- */
 
@@ -301,11 +322,12 @@ struct pp_mpi {
  * on its own block, a relaxed load and store each (it is the block's only
  * writer: no read-modify-write, no shared line); the block is found
  * through the thread's cache keyed by m->id, or made once (perthread.c). */
-static inline void pp__thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
+static inline void pp__layer_thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
 {
-    pp__tls_t *t = pp__tls;
-    pp__thr_t *b = __builtin_expect(t != NULL && t->layer[0] == m->id, 1) ? t->thr[0]
-                                                                          : pp__thr_slow(m);
+    pp__tls_t *t = pp__perthread_tls;
+    pp__thr_t *b = __builtin_expect(t != NULL && t->layer[0] == m->id, 1)
+                       ? t->thr[0]
+                       : pp__perthread_thr_slow(m);
     if (__builtin_expect(b == NULL, 0)) {
         /* no memory for a block: shared counters, off the hot path */
         pp__atomic_add_relaxed(&m->spill_hits, hits);
@@ -317,18 +339,12 @@ static inline void pp__thr_count(pp_mpi_t *m, uint64_t hits, int64_t pins)
     pp__atomic_store_relaxed(&b->pins, pp__atomic_load_relaxed(&b->pins) + pins);
 }
 
-/* layer.c */
-void pp__mpi_report(pp_mpi_t *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void pp__mpi_wake(pp_mpi_t *m);
-int pp__mpi_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
-                    struct pp__home *home);
-void pp__mpi_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
-uint64_t pp__mpi_now_ns(void);
-#if PP__TESTING
-void pp__mpi_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
-#endif
-/* ck_ht with direct 64-bit keys and values */
+/* The files' own calls, bottom up: each file calls only the files above
+ * it in this list (cmake/pinpool_mpi.cmake, PINPOOL_MPI_SOURCES; the test
+ * layout.calls.mpi).  wire.c, wset.c, perthread.c (perthread.h) and
+ * transport_mpi.c come first and call none of the layer's files. */
+
+/* ht.c: ck_ht with direct 64-bit keys and values */
 bool pp__ht_init(ck_ht_t *ht);
 bool pp__ht_get(ck_ht_t *ht, uint64_t key, uint64_t *val);
 bool pp__ht_set(ck_ht_t *ht, uint64_t key, uint64_t val);
@@ -337,6 +353,45 @@ bool pp__ht_remove(ck_ht_t *ht, uint64_t key);
  * may outlive it): they are freed when the last user is gone. */
 void pp__ht_hold(void);
 void pp__ht_unhold(void);
+
+/* common.c */
+void pp__common_report(pp_mpi_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+uint64_t pp__common_now_ns(void);
+#if PP__TESTING
+void pp__common_tp_run(pp_mpi_t *m, enum pp__mpi_tp where, void *arg);
+#endif
+void pp__common_wake(pp_mpi_t *m);
+int pp__common_command(pp_mpi_t *m, int kind, uint32_t rank, const pp__wire_return_t *rec,
+                       struct pp__home *home);
+void pp__common_push(pp_mpi_t *m, pp__cmd_t *c);      /* a command the caller made */
+int pp__common_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
+                    const void *body, size_t blen, unsigned flags, pp__sent_fn done,
+                    void *arg);                                          /* progress */
+
+/* typed.c: types registered by id, typed entries packed and unpacked */
+#define PP__TYPE_UNREGISTERED UINT32_MAX
+int pp__typed_create(struct pp__types **out);
+void pp__typed_unref(struct pp__types *ts);
+/* The id of type, PP__TYPE_UNREGISTERED if it has none; 0: flat. */
+uint32_t pp__typed_id_of(const struct pp__types *ts, const pp_type_t *type);
+/* The type registered as id here, or NULL. */
+const pp_type_t *pp__typed_get(const struct pp__types *ts, uint32_t id);
+/* A copy's header for req's reply (all but local), before its put. */
+void pp__typed_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size);
+/* Makes req's arrived packed bytes a pinned typed copy: *local, *hdr. */
+int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
+                   pp__copy_hdr_t **hdr);
+/* The header of the typed copy whose data a pin gave, or NULL. */
+const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data);
+
+/* loader.c */
+/* Queues a load of ref for the request (src, id), which is served when it
+ * is done (pp__home_loaded): 0, PP_ENOMEM (nothing queued). */
+int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need); /* progress */
+/* After pp__home_loaded: drops the loader's pin of l's entry, frees l. */
+void pp__loader_done(pp_mpi_t *m, pp__load_t *l);                         /* progress */
+void pp__loader_stop(pp_mpi_t *m);     /* destroy, after the progress thread */
 
 /* home.c */
 pp__home_t *pp__home_find(pp_mpi_t *m, pp_ref_t ref);
@@ -356,6 +411,11 @@ void pp__home_loaded(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t n
 void pp__home_finish(pp_mpi_t *m);                                         /* progress */
 void pp__home_destroy(pp_mpi_t *m);
 
+/* proxy.c: own_mu held */
+pp__proxy_t *pp__proxy_find(pp_mpi_t *m, uint32_t rank, uint64_t ref);
+void pp__proxy_remove(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__proxy_t *p);
+bool pp__proxy_held(pp_mpi_t *m, uint32_t rank, uint64_t ref);
+
 /* remote.c */
 int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint32_t *got);
 int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *data);
@@ -372,48 +432,20 @@ bool pp__remote_idle(pp_mpi_t *m);     /* no request or mint of this rank in fli
 void pp__remote_drop_copy(pp_mpi_t *m, uint32_t rank, uint64_t home_ref);
 void pp__remote_destroy(pp_mpi_t *m);
 
-/* typed.c: types registered by id, typed entries packed and unpacked */
-#define PP__TYPE_UNREGISTERED UINT32_MAX
-int pp__types_create(struct pp__types **out);
-void pp__types_unref(struct pp__types *ts);
-/* The id of type, PP__TYPE_UNREGISTERED if it has none; 0: flat. */
-uint32_t pp__types_id_of(const struct pp__types *ts, const pp_type_t *type);
-/* The type registered as id here, or NULL. */
-const pp_type_t *pp__types_get(const struct pp__types *ts, uint32_t id);
-/* A copy's header for req's reply (all but local), before its put. */
-void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size);
-/* Makes req's arrived packed bytes a pinned typed copy: *local, *hdr. */
-int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
-                   pp__copy_hdr_t **hdr);
-/* The header of the typed copy whose data a pin gave, or NULL. */
-const pp__copy_hdr_t *pp__typed_find(pp_mpi_t *m, const void *data);
-
 /* owners.c */
 void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len); /* progress */
 void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len);   /* progress */
 void pp__owners_claim_msg(pp_mpi_t *m, int src, const void *buf, size_t len);  /* progress */
-bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref);              /* own_mu held */
 void pp__owners_return_local(pp_mpi_t *m, const pp__wire_return_t *rec, size_t n);
 void pp__owners_finish(pp_mpi_t *m);   /* destroy, before FIN: report and return */
 void pp__owners_destroy(pp_mpi_t *m);
 
-/* loader.c */
-/* Queues a load of ref for the request (src, id), which is served when it
- * is done (pp__home_loaded): 0, PP_ENOMEM (nothing queued). */
-int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t need); /* progress */
-void pp__loader_done(pp_mpi_t *m, struct pp__load *l);                     /* progress */
-void pp__loader_stop(pp_mpi_t *m);     /* destroy, after the progress thread */
-
 /* progress.c */
 void *pp__progress_main(void *arg);
-int pp__progress_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
-                      const void *body, size_t blen, unsigned flags, pp__sent_fn done,
-                      void *arg);
-void pp__progress_queue_return(pp_mpi_t *m, uint32_t rank, const pp__wire_return_t *rec);
 
-/* The internal constructor (layer.c): the layer over any transport; the
+/* layer.c: the internal constructor, the layer over any transport; the
  * tests use it with the in-process one.  pp_mpi_create is this over the
  * MPI transport. */
-int pp__mpi_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out);
+int pp__layer_create_on(pp__transport_t *t, bool own, pp_pool_t *pool, pp_mpi_t **out);
 
 #endif /* PP_MPI_LAYER_H */

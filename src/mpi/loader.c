@@ -6,7 +6,9 @@
  * the request comes here: the loader thread (one per layer, made at the
  * first such request) pins the entry without PP_PIN_NOWAIT, which waits
  * for the load and returns its result, and hands the request back to the
- * progress thread with that result as a command (PP__CMD_LOADED).  On 0
+ * progress thread with that result as a command (PP__CMD_LOADED: the
+ * progress thread serves it, pp__home_loaded, then gives it back here,
+ * pp__loader_done, which drops the loader's pin and frees it).  On 0
  * the loader's pin keeps the entry resident while the progress thread
  * serves it, and is dropped after; on an error (PP_EIO, PP_ECORRUPT,
  * PP_ENOMEM, PP_ESTALE) the remote pin gets that error.  So a load that
@@ -18,15 +20,6 @@
 #include "layer.h"
 
 #include <stdlib.h>
-
-typedef struct pp__load {
-    int src;
-    uint64_t id, ref;
-    uint32_t need;
-    int rc;                        /* the loader's pin: 0 (held) or its error */
-    pp__cmd_t cmd;                 /* LOADED: the way back, never allocated */
-    struct pp__load *next;
-} pp__load_t;
 
 static void *loader_main(void *arg)
 {
@@ -44,7 +37,7 @@ static void *loader_main(void *arg)
         pthread_mutex_unlock(&m->load_mu);
         l->rc = pp_pin(m->pool, l->ref, 0, NULL);   /* waits for the load */
         l->cmd = (pp__cmd_t){ .kind = PP__CMD_LOADED, .load = l };
-        pp__mpi_push(m, &l->cmd);
+        pp__common_push(m, &l->cmd);
         pthread_mutex_lock(&m->load_mu);
     }
     pthread_mutex_unlock(&m->load_mu);
@@ -56,8 +49,8 @@ int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t nee
 {
     if (!m->loader_made) {
         if (pthread_create(&m->loader, NULL, loader_main, m) != 0) {
-            pp__mpi_report(m, "no thread to load ref %#llx for rank %d: PP_ENOMEM",
-                           (unsigned long long)ref, src);
+            pp__common_report(m, "no thread to load ref %#llx for rank %d: PP_ENOMEM",
+                              (unsigned long long)ref, src);
             return PP_ENOMEM;
         }
         m->loader_made = true;
@@ -80,7 +73,6 @@ int pp__loader_add(pp_mpi_t *m, int src, uint64_t id, uint64_t ref, uint32_t nee
 
 void pp__loader_done(pp_mpi_t *m, pp__load_t *l)
 {
-    pp__home_loaded(m, l->src, l->id, l->ref, l->need, l->rc);
     if (l->rc == 0)
         (void)pp_unpin(m->pool, l->ref);   /* a serve holds its own pin now */
     free(l);

@@ -19,21 +19,6 @@
 #define MINT_SHIFT 32
 #define MINT_MAX   ((uint64_t)1 << 32)   /* intervals one entry can mint */
 
-static pp__proxy_t *proxy_find(pp_mpi_t *m, uint32_t rank, uint64_t ref)
-{
-    uint64_t v;
-    if (!pp__ht_get(&m->proxies[rank], ref, &v))
-        return NULL;
-    return (pp__proxy_t *)(uintptr_t)v;
-}
-
-static void proxy_remove(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__proxy_t *p)
-{
-    (void)pp__ht_remove(&m->proxies[rank], ref);
-    pp__wset_free(&p->held);
-    free(p);
-}
-
 static bool token_sane(const pp_mpi_t *m, const pp_mpi_token_t *t)
 {
     return t->gref.ref != PP_REF_NONE && t->gref.rank < (uint32_t)m->size && t->lo < t->hi &&
@@ -91,12 +76,12 @@ static void proxy_give_back(pp_mpi_t *m, uint32_t rank, uint64_t ref, pp__proxy_
 {
     for (uint32_t i = 0; i < p->held.n; i++) {
         pp__wire_return_t rec = { ref, p->held.iv[i].lo, p->held.iv[i].hi };
-        if (pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
-            pp__mpi_report(m, "no memory to return weight of ref %#llx to rank %u: its home "
-                              "keeps it until destroy", (unsigned long long)ref, rank);
+        if (pp__common_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
+            pp__common_report(m, "no memory to return weight of ref %#llx to rank %u: its home "
+                                 "keeps it until destroy", (unsigned long long)ref, rank);
     }
     pp__remote_drop_copy(m, rank, ref);
-    proxy_remove(m, rank, ref, p);
+    pp__proxy_remove(m, rank, ref, p);
 }
 
 /* ---- the public calls ------------------------------------------------------ */
@@ -112,7 +97,7 @@ int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out)
         pp__home_t *h = pp__home_find(m, ref.ref);
         rc = h == NULL || h->owners == 0 ? PP_ESTALE : mint(h, &iv);
     } else {
-        pp__proxy_t *p = proxy_find(m, ref.rank, ref.ref);
+        pp__proxy_t *p = pp__proxy_find(m, ref.rank, ref.ref);
         if (p == NULL || p->owners == 0) {
             rc = PP_ESTALE;
         } else {
@@ -130,16 +115,16 @@ int pp_mpi_export(pp_mpi_t *m, pp_gref_t ref, pp_mpi_token_t *out)
                      * part, the token takes it all; with no proxy left
                      * (the caller's owner released meanwhile), it goes
                      * home. */
-                    p = proxy_find(m, ref.rank, ref.ref);
+                    p = pp__proxy_find(m, ref.rank, ref.ref);
                     pp__wiv_t keep = { more.lo, more.lo + (more.hi - more.lo) / 2 };
                     bool grow_fails = false;
                     PP__MPI_TP(m, EXPORT_GROW, &grow_fails);
                     if (p == NULL) {
                         pp__wire_return_t rec = { ref.ref, more.lo, more.hi };
-                        if (pp__mpi_command(m, PP__CMD_RETURN, ref.rank, &rec, NULL) != 0)
-                            pp__mpi_report(m, "no memory to return weight of ref %#llx to rank "
-                                              "%u: its home keeps it until destroy",
-                                           (unsigned long long)ref.ref, ref.rank);
+                        if (pp__common_command(m, PP__CMD_RETURN, ref.rank, &rec, NULL) != 0)
+                            pp__common_report(m, "no memory to return weight of ref %#llx to "
+                                                 "rank %u: its home keeps it until destroy",
+                                              (unsigned long long)ref.ref, ref.rank);
                         rc = PP_ESTALE;
                     } else if (!grow_fails && pp__wset_add(&p->held, keep) == 0) {
                         iv = (pp__wiv_t){ keep.hi, more.hi };
@@ -192,7 +177,7 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
             h->owners++;
         }
     } else {
-        pp__proxy_t *p = proxy_find(m, rank, ref);
+        pp__proxy_t *p = pp__proxy_find(m, rank, ref);
         bool made = false;
         if (p == NULL) {
             p = calloc(1, sizeof *p);
@@ -209,14 +194,14 @@ int pp_mpi_import(pp_mpi_t *m, const pp_mpi_token_t *token, pp_gref_t *out)
         else if ((rc = pp__wset_add(&p->held, iv)) == 0)
             p->owners++;
         if (rc != 0 && made)
-            proxy_remove(m, rank, ref, p);
+            pp__proxy_remove(m, rank, ref, p);
         if (rc == PP_ENOMEM || rc == PP_EOVERFLOW) {
             /* claimed, but not held here: the weight goes home, the token is used up */
             pp__wire_return_t rec = { ref, iv.lo, iv.hi };
-            if (pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
-                pp__mpi_report(m, "import of ref %#llx of rank %u failed (%s): its weight stays "
-                                  "out until destroy",
-                               (unsigned long long)ref, rank, pp_err_name(rc));
+            if (pp__common_command(m, PP__CMD_RETURN, rank, &rec, NULL) != 0)
+                pp__common_report(m, "import of ref %#llx of rank %u failed (%s): its weight "
+                                     "stays out until destroy",
+                                  (unsigned long long)ref, rank, pp_err_name(rc));
         }
     }
     pthread_mutex_unlock(&m->own_mu);
@@ -238,7 +223,7 @@ int pp_mpi_token_drop(pp_mpi_t *m, const pp_mpi_token_t *token)
     if (rank != (uint32_t)m->rank) {
         /* Claimed: its weight goes straight home. */
         pp__wire_return_t rec = { token->gref.ref, token->lo, token->hi };
-        return pp__mpi_command(m, PP__CMD_RETURN, rank, &rec, NULL);
+        return pp__common_command(m, PP__CMD_RETURN, rank, &rec, NULL);
     }
     pthread_mutex_lock(&m->own_mu);
     pp__home_t *h = pp__home_find(m, token->gref.ref);
@@ -264,7 +249,7 @@ int pp_mpi_retain(pp_mpi_t *m, pp_gref_t ref)
         pp__home_t *h = pp__home_find(m, ref.ref);
         owners = h != NULL ? &h->owners : NULL;
     } else {
-        pp__proxy_t *p = proxy_find(m, ref.rank, ref.ref);
+        pp__proxy_t *p = pp__proxy_find(m, ref.rank, ref.ref);
         owners = p != NULL ? &p->owners : NULL;
     }
     if (owners == NULL || *owners == 0)
@@ -293,7 +278,7 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref)
         }
     } else {
         /* A ref this rank never imported: PP_ESTALE, and no message. */
-        pp__proxy_t *p = proxy_find(m, ref.rank, ref.ref);
+        pp__proxy_t *p = pp__proxy_find(m, ref.rank, ref.ref);
         if (p == NULL || p->owners == 0)
             rc = PP_ESTALE;
         else if (--p->owners == 0)
@@ -301,13 +286,6 @@ int pp_mpi_release(pp_mpi_t *m, pp_gref_t ref)
     }
     pthread_mutex_unlock(&m->own_mu);
     return rc;
-}
-
-/* Is ref owned here (remote.c: a copy is cached only then)?  own_mu held. */
-bool pp__owners_held(pp_mpi_t *m, uint32_t rank, uint64_t ref)
-{
-    pp__proxy_t *p = proxy_find(m, rank, ref);
-    return p != NULL && p->owners > 0;
 }
 
 /* ---- messages (progress thread) -------------------------------------------- */
@@ -323,17 +301,17 @@ static void return_one(pp_mpi_t *m, int src, pp__wire_return_t r)
     int rc = h == NULL ? PP_ESTALE : pp__wset_remove_overlap(&h->out, (pp__wiv_t){ r.lo, r.hi },
                                                              &gone);
     if (rc == PP_ENOMEM) {
-        pp__mpi_report(m, "no memory to take back weight [%#llx, %#llx) of ref %#llx from rank "
-                          "%d: its home keeps it until destroy",
-                       (unsigned long long)r.lo, (unsigned long long)r.hi,
-                       (unsigned long long)r.ref, src);
+        pp__common_report(m, "no memory to take back weight [%#llx, %#llx) of ref %#llx from "
+                             "rank %d: its home keeps it until destroy",
+                          (unsigned long long)r.lo, (unsigned long long)r.hi,
+                          (unsigned long long)r.ref, src);
         return;
     }
     if (gone != r.hi - r.lo) {
-        pp__mpi_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx of which %#llx "
-                          "is not out (a token imported twice, or garbage): that part refused",
-                       src, (unsigned long long)r.lo, (unsigned long long)r.hi,
-                       (unsigned long long)r.ref, (unsigned long long)(r.hi - r.lo - gone));
+        pp__common_report(m, "rank %d returned weight [%#llx, %#llx) of ref %#llx of which %#llx "
+                             "is not out (a token imported twice, or garbage): that part refused",
+                          src, (unsigned long long)r.lo, (unsigned long long)r.hi,
+                          (unsigned long long)r.ref, (unsigned long long)(r.hi - r.lo - gone));
         /* release: pairs with pp_mpi_stats' acquire load; counted after
          * the report, so whoever sees the count sees the line */
         pp__atomic_add_release(&m->st.refused_returns, 1);
@@ -346,8 +324,8 @@ void pp__owners_return_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
 {
     size_t n = 0;
     if (pp__wire_return_check(buf, len, &n, NULL) != 0) {
-        pp__mpi_report(m, "a weight return from rank %d is garbage (%zu bytes): ignored", src,
-                       len);
+        pp__common_report(m, "a weight return from rank %d is garbage (%zu bytes): ignored", src,
+                          len);
         return;
     }
     pthread_mutex_lock(&m->own_mu);
@@ -368,7 +346,7 @@ void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
 {
     uint64_t f[PP__WIRE_MINT_N];
     if (pp__wire_fixed_check(buf, len, PP__WIRE_MINT, f, PP__WIRE_MINT_N) != 0) {
-        pp__mpi_report(m, "a mint request from rank %d is garbage: ignored", src);
+        pp__common_report(m, "a mint request from rank %d is garbage: ignored", src);
         return;
     }
     pp__wiv_t iv = { 0, 0 };
@@ -381,14 +359,14 @@ void pp__owners_mint_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
     uint64_t g[PP__WIRE_MINTED_N] = { f[0], (uint64_t)(int64_t)rc, iv.lo, iv.hi };
     unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_MINTED_N)];
     pp__wire_fixed_pack(msg, PP__WIRE_MINTED, g, PP__WIRE_MINTED_N);
-    (void)pp__progress_send(m, src, PP__TAG_MINTED, msg, sizeof msg, NULL, 0, 0, NULL, NULL);
+    (void)pp__common_send(m, src, PP__TAG_MINTED, msg, sizeof msg, NULL, 0, 0, NULL, NULL);
 }
 
 void pp__owners_claim_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
 {
     uint64_t f[PP__WIRE_CLAIM_N];
     if (pp__wire_fixed_check(buf, len, PP__WIRE_CLAIM, f, PP__WIRE_CLAIM_N) != 0) {
-        pp__mpi_report(m, "a claim from rank %d is garbage: ignored", src);
+        pp__common_report(m, "a claim from rank %d is garbage: ignored", src);
         return;
     }
     pthread_mutex_lock(&m->own_mu);
@@ -397,7 +375,7 @@ void pp__owners_claim_msg(pp_mpi_t *m, int src, const void *buf, size_t len)
     uint64_t g[PP__WIRE_CLAIMED_N] = { f[0], (uint64_t)(int64_t)rc };
     unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_CLAIMED_N)];
     pp__wire_fixed_pack(msg, PP__WIRE_CLAIMED, g, PP__WIRE_CLAIMED_N);
-    (void)pp__progress_send(m, src, PP__TAG_CLAIMED, msg, sizeof msg, NULL, 0, 0, NULL, NULL);
+    (void)pp__common_send(m, src, PP__TAG_CLAIMED, msg, sizeof msg, NULL, 0, 0, NULL, NULL);
 }
 
 /* ---- destroy ---------------------------------------------------------------- */
@@ -417,11 +395,11 @@ void pp__owners_finish(pp_mpi_t *m)
             while (nk < 64 && ck_ht_next(&m->proxies[r], &it, &e))
                 keys[nk++] = (uint64_t)ck_ht_entry_key_direct(e);
             for (size_t i = 0; i < nk; i++) {
-                pp__proxy_t *p = proxy_find(m, (uint32_t)r, keys[i]);
+                pp__proxy_t *p = pp__proxy_find(m, (uint32_t)r, keys[i]);
                 if (p->owners != 0)
-                    pp__mpi_report(m, "destroy: %u owner(s) of ref %#llx of rank %d were never "
-                                      "released: their weight goes home now",
-                                   p->owners, (unsigned long long)keys[i], r);
+                    pp__common_report(m, "destroy: %u owner(s) of ref %#llx of rank %d were "
+                                         "never released: their weight goes home now",
+                                      p->owners, (unsigned long long)keys[i], r);
                 proxy_give_back(m, (uint32_t)r, keys[i], p);
             }
         } while (nk != 0);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread pp__tls_t *pp__tls __attribute__((tls_model("initial-exec")));
+__thread pp__tls_t *pp__perthread_tls __attribute__((tls_model("initial-exec")));
 
 /* Serials: fetch_add gives each caller its own value, which is all they
  * are for (relaxed: they order nothing). */
@@ -17,7 +17,7 @@ static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static int tls_key_rc = -1;
 
-uint64_t pp__layer_id_new(void)
+uint64_t pp__perthread_layer_id(void)
 {
     return pp__atomic_add_relaxed(&next_layer_id, 1);
 }
@@ -26,8 +26,8 @@ uint64_t pp__layer_id_new(void)
  * blocks it points to stay in their layers' lists until destroy). */
 static void tls_free(void *p)
 {
-    if (pp__tls == p)
-        pp__tls = NULL;
+    if (pp__perthread_tls == p)
+        pp__perthread_tls = NULL;
     free(((pp__tls_t *)p)->wpin);
     free(p);
 }
@@ -37,10 +37,10 @@ static void tls_key_init(void)
     tls_key_rc = pthread_key_create(&tls_key, tls_free);
 }
 
-pp__tls_t *pp__tls_make(void)
+pp__tls_t *pp__perthread_tls_make(void)
 {
-    if (pp__tls != NULL)
-        return pp__tls;
+    if (pp__perthread_tls != NULL)
+        return pp__perthread_tls;
     pthread_once(&tls_once, tls_key_init);
     if (tls_key_rc != 0)
         return NULL;
@@ -54,7 +54,7 @@ pp__tls_t *pp__tls_make(void)
         return NULL;
     }
     t->tid = pp__atomic_add_relaxed(&next_tid, 1);
-    pp__tls = t;
+    pp__perthread_tls = t;
     return t;
 }
 
@@ -65,9 +65,9 @@ pp__tls_t *pp__tls_make(void)
  * its plain load and store on the dead thread's block would not be ordered
  * after that thread's last store.  So a layer keeps one block per thread
  * that ever pinned through it, until destroy. */
-pp__thr_t *pp__thr_slow(pp_mpi_t *m)
+pp__thr_t *pp__perthread_thr_slow(pp_mpi_t *m)
 {
-    pp__tls_t *t = pp__tls_get();
+    pp__tls_t *t = pp__perthread_tls_get();
     if (t == NULL)
         return NULL;
     unsigned i = 0;
@@ -104,7 +104,7 @@ pp__thr_t *pp__thr_slow(pp_mpi_t *m)
 /* Relaxed loads: a count made by a thread that happens before the caller
  * (joined, or handed the pin over) is seen -- coherence follows
  * happens-before; a count racing with this call may or may not be. */
-void pp__thr_sum(pp_mpi_t *m, uint64_t *hits, int64_t *pins)
+void pp__perthread_sum(pp_mpi_t *m, uint64_t *hits, int64_t *pins)
 {
     uint64_t h = pp__atomic_load_relaxed(&m->spill_hits);
     int64_t p = pp__atomic_load_relaxed(&m->spill_pins);
@@ -118,7 +118,7 @@ void pp__thr_sum(pp_mpi_t *m, uint64_t *hits, int64_t *pins)
     *pins = p;
 }
 
-void pp__thr_free(pp_mpi_t *m)
+void pp__perthread_free(pp_mpi_t *m)
 {
     for (pp__thr_t *b = m->thr, *next; b != NULL; b = next) {
         next = b->next;
@@ -129,9 +129,9 @@ void pp__thr_free(pp_mpi_t *m)
 
 /* ---- home write pins ------------------------------------------------------ */
 
-uint32_t *pp__wpin_find(uint64_t layer, uint64_t ref)
+uint32_t *pp__perthread_wpin_find(uint64_t layer, uint64_t ref)
 {
-    pp__tls_t *t = pp__tls;
+    pp__tls_t *t = pp__perthread_tls;
     if (t == NULL)
         return NULL;
     for (uint32_t i = 0; i < t->nwpin; i++) {
@@ -142,14 +142,14 @@ uint32_t *pp__wpin_find(uint64_t layer, uint64_t ref)
     return NULL;
 }
 
-int pp__wpin_add(uint64_t layer, uint64_t ref)
+int pp__perthread_wpin_add(uint64_t layer, uint64_t ref)
 {
-    uint32_t *n = pp__wpin_find(layer, ref);
+    uint32_t *n = pp__perthread_wpin_find(layer, ref);
     if (n != NULL) {
         ++*n;
         return 0;
     }
-    pp__tls_t *t = pp__tls_get();
+    pp__tls_t *t = pp__perthread_tls_get();
     if (t == NULL)
         return PP_ENOMEM;
     uint32_t i = 0;

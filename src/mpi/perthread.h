@@ -61,7 +61,7 @@ typedef struct pp__wpin {
     uint32_t n;
 } pp__wpin_t;
 
-typedef struct pp__tls {
+typedef struct pp__perthread_tls {
     uint64_t tid;               /* this thread's serial: unique in the process */
     pp__wpin_t *wpin;           /* nwpin slots, grown by doubling (its own memory) */
     uint32_t nwpin;
@@ -71,35 +71,35 @@ typedef struct pp__tls {
     pp__hint_t hint[PP__HINTS];
 } pp__tls_t;
 
-extern __thread pp__tls_t *pp__tls __attribute__((tls_model("initial-exec")));
+extern __thread pp__tls_t *pp__perthread_tls __attribute__((tls_model("initial-exec")));
 
 struct pp_mpi;
-uint64_t pp__layer_id_new(void);
-pp__tls_t *pp__tls_make(void);                   /* NULL: no memory */
-pp__thr_t *pp__thr_slow(struct pp_mpi *m);       /* NULL: no memory */
-void pp__thr_sum(struct pp_mpi *m, uint64_t *hits, int64_t *pins);
-void pp__thr_free(struct pp_mpi *m);             /* destroy */
+uint64_t pp__perthread_layer_id(void);
+pp__tls_t *pp__perthread_tls_make(void);                   /* NULL: no memory */
+pp__thr_t *pp__perthread_thr_slow(struct pp_mpi *m);       /* NULL: no memory */
+void pp__perthread_sum(struct pp_mpi *m, uint64_t *hits, int64_t *pins);
+void pp__perthread_free(struct pp_mpi *m);             /* destroy */
 /* The calling thread's count of home write pins of ref through the layer
  * of that id, or NULL if it holds none.  No lock, no allocation. */
-uint32_t *pp__wpin_find(uint64_t layer, uint64_t ref);
+uint32_t *pp__perthread_wpin_find(uint64_t layer, uint64_t ref);
 /* Counts one more such pin for the calling thread.  0, or PP_ENOMEM (its
  * state, or a bigger array, could not be made). */
-int pp__wpin_add(uint64_t layer, uint64_t ref);
+int pp__perthread_wpin_add(uint64_t layer, uint64_t ref);
 
 /* This thread's state, made at its first use; NULL: no memory. */
-static inline pp__tls_t *pp__tls_get(void)
+static inline pp__tls_t *pp__perthread_tls_get(void)
 {
-    pp__tls_t *t = pp__tls;
-    return __builtin_expect(t != NULL, 1) ? t : pp__tls_make();
+    pp__tls_t *t = pp__perthread_tls;
+    return __builtin_expect(t != NULL, 1) ? t : pp__perthread_tls_make();
 }
 
 /* The slot of (rank, home ref) in this thread's hints: a multiplicative
  * hash, its top bits. */
-static inline pp__hint_t *pp__hint_slot(pp__tls_t *t, uint32_t rank, uint64_t home_ref)
+static inline pp__hint_t *pp__perthread_hint_slot(pp__tls_t *t, uint32_t rank, uint64_t home_ref)
 {
     uint64_t x = (home_ref ^ ((uint64_t)rank << 58)) * 0x9e3779b97f4a7c15ull;
     return &t->hint[x >> (64 - 6)];
 }
-_Static_assert(PP__HINTS == 64u, "pp__hint_slot takes 6 bits");
+_Static_assert(PP__HINTS == 64u, "pp__perthread_hint_slot takes 6 bits");
 
 #endif /* PP_MPI_PERTHREAD_H */

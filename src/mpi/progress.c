@@ -39,39 +39,24 @@
 #define RETURN_DELAY_NS  200000ull   /* the longest a weight return waits for company */
 #define RETURN_BATCH     256u
 
-int pp__progress_send(pp_mpi_t *m, int dst, int tag, const void *hdr, size_t hlen,
-                      const void *body, size_t blen, unsigned flags, pp__sent_fn done,
-                      void *arg)
-{
-    int rc = m->t->ops->send(m->t, dst, tag, hdr, hlen, body, blen, flags, done, arg);
-    if (rc == 0) {
-        m->sent_to[dst]++;
-    } else {
-        pp__mpi_report(m, "send to rank %d failed: %s", dst,
-                       m->t->err[0] ? m->t->err : pp_strerror(rc));
-        if (m->progress_err == 0)
-            m->progress_err = rc == PP_EINVAL ? PP_EIO : rc;
-    }
-    return rc;
-}
-
-void pp__progress_queue_return(pp_mpi_t *m, uint32_t rank, const pp__wire_return_t *rec)
+/* Queues weight for its home, sent by flush_returns. */
+static void queue_return(pp_mpi_t *m, uint32_t rank, const pp__wire_return_t *rec)
 {
     pp__outbox_t *o = &m->outbox[rank];
     if (o->n == o->cap) {
         size_t cap = o->cap ? 2 * o->cap : 64;
         pp__wire_return_t *r = realloc(o->rec, cap * sizeof *r);
         if (r == NULL) {
-            pp__mpi_report(m, "no memory to queue weight of ref %#llx for rank %u: its home "
-                              "keeps it until destroy",
-                           (unsigned long long)rec->ref, rank);
+            pp__common_report(m, "no memory to queue weight of ref %#llx for rank %u: its home "
+                                 "keeps it until destroy",
+                              (unsigned long long)rec->ref, rank);
             return;
         }
         o->rec = r;
         o->cap = cap;
     }
     if (o->n == 0)
-        o->since_ns = pp__mpi_now_ns();
+        o->since_ns = pp__common_now_ns();
     o->rec[o->n++] = *rec;
 }
 
@@ -86,7 +71,7 @@ static int flush_returns(pp_mpi_t *m, bool all)
             continue;
         if (!all && o->n < RETURN_BATCH) {
             if (now == 0)
-                now = pp__mpi_now_ns();
+                now = pp__common_now_ns();
             if (now - o->since_ns < RETURN_DELAY_NS)
                 continue;
         }
@@ -102,7 +87,7 @@ static int flush_returns(pp_mpi_t *m, bool all)
             continue;   /* try again next turn */
         pp__wire_return_pack(buf, o->seq, o->rec, o->n);
         /* A duplicate is harmless: the home drops a sequence number it saw. */
-        if (pp__progress_send(m, r, PP__TAG_RETURN, buf, len, NULL, 0, PP__SEND_DUP_OK, NULL,
+        if (pp__common_send(m, r, PP__TAG_RETURN, buf, len, NULL, 0, PP__SEND_DUP_OK, NULL,
                               NULL) == 0) {
             o->seq++;
             pp__atomic_add_relaxed(&m->st.weight_messages, 1);
@@ -134,7 +119,7 @@ static int take_commands(pp_mpi_t *m)
         pp__cmd_t *next = c->next;
         switch (c->kind) {
         case PP__CMD_RETURN:
-            pp__progress_queue_return(m, c->rank, &c->rec);
+            queue_return(m, c->rank, &c->rec);
             free(c);
             break;
         case PP__CMD_PUBLISH:
@@ -143,9 +128,13 @@ static int take_commands(pp_mpi_t *m)
         case PP__CMD_KILL:
             pp__home_killed(m, c->home);
             break;
-        case PP__CMD_LOADED:
-            pp__loader_done(m, c->load);
+        case PP__CMD_LOADED: {
+            /* served (or answered) first, then the loader's pin is dropped */
+            pp__load_t *l = c->load;
+            pp__home_loaded(m, l->src, l->id, l->ref, l->need, l->rc);
+            pp__loader_done(m, l);
             break;
+        }
         }
         c = next;
         did++;
@@ -202,12 +191,12 @@ static void handle(pp_mpi_t *m, pp__msg_t *msg)
         if (pp__wire_fixed_check(msg->buf, msg->len, PP__WIRE_FIN, f, PP__WIRE_FIN_N) == 0)
             m->fin_from[src] = f[0];
         else
-            pp__mpi_report(m, "a FIN from rank %d is garbage: ignored", src);
+            pp__common_report(m, "a FIN from rank %d is garbage: ignored", src);
         break;
     }
     default:
-        pp__mpi_report(m, "a message from rank %d (tag %d, %zu bytes) is garbage: ignored", src,
-                       msg->tag, msg->len);
+        pp__common_report(m, "a message from rank %d (tag %d, %zu bytes) is garbage: ignored",
+                          src, msg->tag, msg->len);
         break;
     }
     m->t->ops->msg_free(m->t, msg);
@@ -237,7 +226,7 @@ static void idle_sleep(pp_mpi_t *m, uint32_t seen, uint64_t ns)
 {
     struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
     /* seq_cst store and load: the store-load pair (sleeping, then wake)
-     * against pp__mpi_wake's (the bump of wake, then its load of
+     * against pp__common_wake's (the bump of wake, then its load of
      * sleeping): a bump after our load of wake is either seen by
      * FUTEX_WAIT's compare or wakes us */
     pp__atomic_store_seq_cst(&m->sleeping, 1);
@@ -254,10 +243,10 @@ void *pp__progress_main(void *arg)
 {
     pp_mpi_t *m = arg;
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);   /* idle sleeps of 1 us mean 1 us */
-    uint64_t last_work = pp__mpi_now_ns(), sleep_ns = 1000;
+    uint64_t last_work = pp__common_now_ns(), sleep_ns = 1000;
     bool fin_sent = false;
     for (;;) {
-        /* acquire, not seq_cst: pairs with pp__mpi_wake's bump, so a
+        /* acquire, not seq_cst: pairs with pp__common_wake's bump, so a
          * value that includes a bump shows what its waker did before it
          * (the finishing flag; commands and requests are under their
          * mutexes anyway).  This load is in no store-load pair: the
@@ -270,7 +259,7 @@ void *pp__progress_main(void *arg)
             int rc = m->t->ops->poll(m->t, &msg);
             if (rc < 0) {
                 if (m->progress_err == 0)
-                    pp__mpi_report(m, "the transport failed: %s", m->t->err);
+                    pp__common_report(m, "the transport failed: %s", m->t->err);
                 m->progress_err = PP_EIO;
                 break;
             }
@@ -298,7 +287,7 @@ void *pp__progress_main(void *arg)
          * due: without asynchronous progress in MPI, a large message moves
          * only while both ends call into it, so neither end may sleep. */
         bool waiting = m->awaiting != 0 || m->t->ops->sends_pending(m->t) != 0;
-        uint64_t now = pp__mpi_now_ns();
+        uint64_t now = pp__common_now_ns();
         if (waiting && did == 0) {
             sched_yield();
             last_work = now;

@@ -18,7 +18,7 @@
  * returning it is what a table read a moment earlier would have returned.
  * A failed try clears the hint, so a thread never goes back to an older
  * copy than the table's.  Hits and the remote pins held are counted per
- * thread (pp__thr_count): the hit path and the unpin take no lock, make
+ * thread (pp__layer_thr_count): the hit path and the unpin take no lock, make
  * no shared write and no system call, and allocate nothing (but a
  * thread's first pin through a layer, which makes its state).  A miss
  * makes a request (or joins one already made for the same ref and at
@@ -31,7 +31,6 @@
 #include "layer.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Cached copies: dropped by eviction, never written (the home has them). */
 static const pp_type_t copy_type = {
@@ -72,8 +71,8 @@ static inline int pin_copy(pp_mpi_t *m, pp_gref_t ref, uint64_t local, void **da
  * becomes the hint.  Either answer is only a guess that pin_copy checks. */
 static inline int try_hit(pp_mpi_t *m, pp_gref_t ref, void **data, uint32_t *got)
 {
-    pp__tls_t *t = pp__tls_get();
-    pp__hint_t *s = t != NULL ? pp__hint_slot(t, ref.rank, ref.ref) : NULL;
+    pp__tls_t *t = pp__perthread_tls_get();
+    pp__hint_t *s = t != NULL ? pp__perthread_hint_slot(t, ref.rank, ref.ref) : NULL;
     bool mine = s != NULL && s->layer == m->id && s->home_ref == ref.ref && s->rank == ref.rank;
     if (mine && pin_copy(m, ref, s->local, data, got) == 0)
         return 0;
@@ -143,23 +142,13 @@ static pp__req_t *start_req(pp_mpi_t *m, pp_gref_t ref, bool *made)
     return req;
 }
 
-void pp__copy_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size)
-{
-    memset(h, 0, sizeof *h);
-    h->magic = PP__COPY_MAGIC;
-    h->home_ref = req->home_ref;
-    h->size = size;
-    h->rank = req->rank;
-    h->version = req->version;
-}
-
 /* Makes req's arrived bytes a pinned flat copy: *local, *hdr.  The header
  * is written before the put, which publishes it to every pin. */
 static int flat_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
                      pp__copy_hdr_t **hdr)
 {
     pp__copy_hdr_t *h = req->buf;
-    pp__copy_hdr_fill(h, req, req->len - PP__COPY_HDR);
+    pp__typed_hdr_fill(h, req, req->len - PP__COPY_HDR);
     int rc = pp_put(m->pool, req->buf, req->len, &copy_type, put_flags, local);
     if (rc != 0)
         return rc;
@@ -190,7 +179,7 @@ static int install(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, void **data,
         return rc;
     pthread_mutex_lock(&m->own_mu);
     bool cached = false;
-    if (pp__owners_held(m, req->rank, req->home_ref)) {
+    if (pp__proxy_held(m, req->rank, req->home_ref)) {
         pthread_mutex_lock(&m->cache_mu);
         uint64_t old = 0;
         bool newer_there = false;
@@ -256,14 +245,14 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
 {
     for (;;) {
         if (try_hit(m, ref, data, got) == 0) {
-            pp__thr_count(m, 1, 1);
+            pp__layer_thr_count(m, 1, 1);
             return 0;
         }
         PP__MPI_TP(m, MISS, NULL);
         pthread_mutex_lock(&m->req_mu);
         if (hit_after_all(m, ref, data, got)) {
             pthread_mutex_unlock(&m->req_mu);
-            pp__thr_count(m, 1, 1);
+            pp__layer_thr_count(m, 1, 1);
             return 0;
         }
         bool made;
@@ -273,7 +262,7 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
             return PP_ENOMEM;
         }
         if (made)
-            pp__mpi_wake(m);
+            pp__common_wake(m);
         if ((flags & PP_PIN_NOWAIT) && req->state != PP__REQ_ARRIVED) {
             pthread_mutex_unlock(&m->req_mu);
             return PP_EAGAIN;
@@ -305,7 +294,7 @@ int pp__remote_pin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, void **data, uint
         reap(m, req);
         pthread_mutex_unlock(&m->req_mu);
         if (mine) {
-            pp__thr_count(m, 0, 1);
+            pp__layer_thr_count(m, 0, 1);
             return 0;
         }
         if (!again)
@@ -326,7 +315,7 @@ int pp__remote_unpin(pp_mpi_t *m, pp_gref_t ref, unsigned flags, const void *dat
     /* acquire: pairs with the release store after the copy's put */
     int rc = pp_unpin(m->pool, pp__atomic_load_acquire(&h->local));
     if (rc == 0)
-        pp__thr_count(m, 0, -1);
+        pp__layer_thr_count(m, 0, -1);
     return rc;
 }
 
@@ -334,13 +323,13 @@ int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref)
 {
     void *d;
     if (try_hit(m, ref, &d, NULL) == 0) {
-        pp__thr_count(m, 0, 1);   /* the pin its unpin drops */
+        pp__layer_thr_count(m, 0, 1);   /* the pin its unpin drops */
         return pp__remote_unpin(m, ref, 0, d);
     }
     pthread_mutex_lock(&m->req_mu);
     if (hit_after_all(m, ref, &d, NULL)) {
         pthread_mutex_unlock(&m->req_mu);
-        pp__thr_count(m, 0, 1);   /* the pin its unpin drops */
+        pp__layer_thr_count(m, 0, 1);   /* the pin its unpin drops */
         return pp__remote_unpin(m, ref, 0, d);
     }
     bool made;
@@ -349,7 +338,7 @@ int pp__remote_prefetch(pp_mpi_t *m, pp_gref_t ref)
     if (req == NULL)
         return PP_ENOMEM;
     if (made)
-        pp__mpi_wake(m);
+        pp__common_wake(m);
     return 0;
 }
 
@@ -384,8 +373,8 @@ int pp__remote_send_new(pp_mpi_t *m)
         uint64_t f[PP__WIRE_REQ_N] = { r->id, r->home_ref, r->need };
         unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_REQ_N)];
         pp__wire_fixed_pack(msg, PP__WIRE_REQ, f, PP__WIRE_REQ_N);
-        int rc = pp__progress_send(m, (int)r->rank, PP__TAG_REQ, msg, sizeof msg, NULL, 0, 0,
-                                   NULL, NULL);
+        int rc = pp__common_send(m, (int)r->rank, PP__TAG_REQ, msg, sizeof msg, NULL, 0, 0,
+                                 NULL, NULL);
         if (rc != 0) {
             finish_req(m, r, rc);
             reap(m, r);
@@ -403,8 +392,8 @@ int pp__remote_send_new(pp_mpi_t *m)
         unsigned char msg[PP__WIRE_FIXED_SIZE(PP__WIRE_CLAIM_N)];
         unsigned nf = t->claim ? PP__WIRE_CLAIM_N : PP__WIRE_MINT_N;
         pp__wire_fixed_pack(msg, t->claim ? PP__WIRE_CLAIM : PP__WIRE_MINT, f, nf);
-        int rc = pp__progress_send(m, (int)t->rank, t->claim ? PP__TAG_CLAIM : PP__TAG_MINT, msg,
-                                   PP__WIRE_FIXED_SIZE(nf), NULL, 0, 0, NULL, NULL);
+        int rc = pp__common_send(m, (int)t->rank, t->claim ? PP__TAG_CLAIM : PP__TAG_MINT, msg,
+                                 PP__WIRE_FIXED_SIZE(nf), NULL, 0, 0, NULL, NULL);
         if (rc != 0) {
             t->status = rc;
             t->done = true;
@@ -424,7 +413,8 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
     size_t hl = PP__WIRE_FIXED_SIZE(PP__WIRE_REPLY_N);
     if (msg->len < hl || pp__wire_fixed_check(msg->buf, hl, PP__WIRE_REPLY, f,
                                               PP__WIRE_REPLY_N) != 0) {
-        pp__mpi_report(m, "a reply from rank %d is garbage (%zu bytes): ignored", src, msg->len);
+        pp__common_report(m, "a reply from rank %d is garbage (%zu bytes): ignored", src,
+                          msg->len);
         m->t->ops->msg_free(m->t, msg);
         return;
     }
@@ -438,15 +428,16 @@ void pp__remote_reply(pp_mpi_t *m, int src, pp__msg_t *msg)
                          f[4] >= PP_MPI_TYPES_MAX || (f[4] == 0 && f[5] != f[3]))) ||
         status > 0 || status < -64) {
         pthread_mutex_unlock(&m->req_mu);
-        pp__mpi_report(m, "a reply from rank %d matches no request of this rank: ignored", src);
+        pp__common_report(m, "a reply from rank %d matches no request of this rank: ignored",
+                          src);
         m->t->ops->msg_free(m->t, msg);
         return;
     }
     m->awaiting--;
-    if (status == 0 && f[4] != 0 && pp__types_get(m->types, (uint32_t)f[4]) == NULL) {
-        pp__mpi_report(m, "rank %d sent ref %#llx packed by type id %u, which is not "
-                       "registered here (pp_mpi_type_register): PP_ENOTSUP", src,
-                       (unsigned long long)req->home_ref, (unsigned)f[4]);
+    if (status == 0 && f[4] != 0 && pp__typed_get(m->types, (uint32_t)f[4]) == NULL) {
+        pp__common_report(m, "rank %d sent ref %#llx packed by type id %u, which is not "
+                          "registered here (pp_mpi_type_register): PP_ENOTSUP", src,
+                          (unsigned long long)req->home_ref, (unsigned)f[4]);
         status = PP_ENOTSUP;
     }
     if (status != 0) {
@@ -492,7 +483,7 @@ static int ask_home(pp_mpi_t *m, pp__mint_t *t)
     m->mints = t;
     m->unsent++;
     pthread_mutex_unlock(&m->req_mu);
-    pp__mpi_wake(m);
+    pp__common_wake(m);
     pthread_mutex_lock(&m->req_mu);
     while (!t->done)
         pthread_cond_wait(&m->req_cv, &m->req_mu);
@@ -534,8 +525,8 @@ void pp__remote_claimed(pp_mpi_t *m, int src, const void *buf, size_t len)
     status = t != NULL ? (int)(int64_t)f[1] : 0;
     if (t == NULL || status > 0 || status < -64) {
         pthread_mutex_unlock(&m->req_mu);
-        pp__mpi_report(m, "a claim answer from rank %d is garbage or matches no ask: ignored",
-                       src);
+        pp__common_report(m, "a claim answer from rank %d is garbage or matches no ask: ignored",
+                          src);
         return;
     }
     m->awaiting--;
@@ -558,7 +549,7 @@ void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
 {
     uint64_t f[PP__WIRE_MINTED_N];
     if (pp__wire_fixed_check(buf, len, PP__WIRE_MINTED, f, PP__WIRE_MINTED_N) != 0) {
-        pp__mpi_report(m, "a mint answer from rank %d is garbage: ignored", src);
+        pp__common_report(m, "a mint answer from rank %d is garbage: ignored", src);
         return;
     }
     int status = (int)(int64_t)f[1];
@@ -566,7 +557,7 @@ void pp__remote_minted(pp_mpi_t *m, int src, const void *buf, size_t len)
     pp__mint_t *t = answered(m, src, f[0], false);
     if (t == NULL || (status == 0 && f[2] >= f[3])) {
         pthread_mutex_unlock(&m->req_mu);
-        pp__mpi_report(m, "a mint answer from rank %d matches no ask: ignored", src);
+        pp__common_report(m, "a mint answer from rank %d matches no ask: ignored", src);
         return;
     }
     m->awaiting--;

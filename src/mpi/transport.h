@@ -81,7 +81,7 @@ struct pp__transport {
  * err, if not NULL, says why), PP_ENOMEM. */
 #ifdef PP__WITH_MPI
 #include <mpi.h>
-int pp__mpi_transport_create(MPI_Comm comm, pp__transport_t **out, char *err, size_t errlen);
+int pp__transport_mpi_create(MPI_Comm comm, pp__transport_t **out, char *err, size_t errlen);
 #endif
 
 #endif /* PP_MPI_TRANSPORT_H */

@@ -504,7 +504,7 @@ static int setup(mpi_transport_t *mt, MPI_Comm comm)
     return 0;
 }
 
-int pp__mpi_transport_create(MPI_Comm comm, pp__transport_t **out, char *err, size_t errlen)
+int pp__transport_mpi_create(MPI_Comm comm, pp__transport_t **out, char *err, size_t errlen)
 {
     if (err != NULL && errlen != 0)
         err[0] = '\0';

@@ -24,6 +24,7 @@
 #include "layer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct pp__types {
     _Atomic uint32_t refs;               /* the layer's, and one per typed copy */
@@ -36,7 +37,7 @@ typedef struct pp__types {
 
 static void copy_free(void *data, size_t size, void *ctx);
 
-int pp__types_create(pp__types_t **out)
+int pp__typed_create(pp__types_t **out)
 {
     pp__types_t *ts = calloc(1, sizeof *ts);
     if (ts == NULL)
@@ -62,7 +63,7 @@ static void types_ref(pp__types_t *ts)
     pp__atomic_add_relaxed(&ts->refs, 1);
 }
 
-void pp__types_unref(pp__types_t *ts)
+void pp__typed_unref(pp__types_t *ts)
 {
     if (ts == NULL)
         return;
@@ -91,7 +92,7 @@ int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
             if (pp__atomic_load_relaxed(&ts->reg[i]) == type)
                 rc = PP_EINVAL;   /* already registered under another id */
         if (rc == 0) {
-            /* release: pairs with pp__types_get's acquire load, so a
+            /* release: pairs with pp__typed_get's acquire load, so a
              * thread that finds the type reads it as given */
             pp__atomic_store_release(&ts->reg[id], type);
             pp__atomic_add_relaxed(&ts->nreg, 1);
@@ -103,7 +104,7 @@ int pp_mpi_type_register(pp_mpi_t *m, uint32_t id, const pp_type_t *type)
     return rc;
 }
 
-uint32_t pp__types_id_of(const pp__types_t *ts, const pp_type_t *type)
+uint32_t pp__typed_id_of(const pp__types_t *ts, const pp_type_t *type)
 {
     if (type == NULL || type->save == NULL)
         return 0;
@@ -113,7 +114,7 @@ uint32_t pp__types_id_of(const pp__types_t *ts, const pp_type_t *type)
     return PP__TYPE_UNREGISTERED;
 }
 
-const pp_type_t *pp__types_get(const pp__types_t *ts, uint32_t id)
+const pp_type_t *pp__typed_get(const pp__types_t *ts, uint32_t id)
 {
     if (id == 0 || id >= PP_MPI_TYPES_MAX)
         return NULL;
@@ -143,31 +144,43 @@ static void copy_free(void *data, size_t size, void *ctx)
         if (pp__ht_get(&ts->by_obj, (uint64_t)(uintptr_t)h->obj, &v) && v == (uintptr_t)h)
             (void)pp__ht_remove(&ts->by_obj, (uint64_t)(uintptr_t)h->obj);
         pthread_mutex_unlock(&ts->mu);
-        free_obj(pp__types_get(ts, h->type_id), h->obj, size);
+        free_obj(pp__typed_get(ts, h->type_id), h->obj, size);
     }
     free(h);
-    pp__types_unref(ts);
+    pp__typed_unref(ts);
+}
+
+/* A copy's header for req's reply (all but local), before its put: a
+ * typed copy's here, a flat one's in remote.c (flat_copy). */
+void pp__typed_hdr_fill(pp__copy_hdr_t *h, const pp__req_t *req, uint64_t size)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = PP__COPY_MAGIC;
+    h->home_ref = req->home_ref;
+    h->size = size;
+    h->rank = req->rank;
+    h->version = req->version;
 }
 
 int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *local,
                    pp__copy_hdr_t **hdr)
 {
     pp__types_t *ts = m->types;
-    const pp_type_t *type = pp__types_get(ts, req->type_id);   /* checked at the reply */
+    const pp_type_t *type = pp__typed_get(ts, req->type_id);   /* checked at the reply */
     pp__copy_hdr_t *h = malloc(sizeof *h);
     if (h == NULL)
         return PP_ENOMEM;
     /* Everything but local is written before the put, which publishes it
      * to every pin of the copy. */
-    pp__copy_hdr_fill(h, req, req->size);
+    pp__typed_hdr_fill(h, req, req->size);
     h->types = ts;
     h->type_id = req->type_id;
     int rc = pp_type_unpack(type, (const unsigned char *)req->buf + PP__COPY_HDR,
                             req->len - PP__COPY_HDR, (size_t)req->size, &h->obj);
     if (rc != 0) {
-        pp__mpi_report(m, "type %s: load failed for a copy of rank %u's ref %#llx",
-                       type->name != NULL ? type->name : "(unnamed)", req->rank,
-                       (unsigned long long)req->home_ref);
+        pp__common_report(m, "type %s: load failed for a copy of rank %u's ref %#llx",
+                          type->name != NULL ? type->name : "(unnamed)", req->rank,
+                          (unsigned long long)req->home_ref);
         free(h);
         return rc;
     }
@@ -181,10 +194,10 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
     bool in = !taken && pp__ht_set(&ts->by_obj, key, (uint64_t)(uintptr_t)h);
     pthread_mutex_unlock(&ts->mu);
     if (taken) {
-        pp__mpi_report(m, "type %s: load returned data that another copy holds (a load must "
-                       "allocate new data): rank %u's ref %#llx not copied, PP_EIO",
-                       type->name != NULL ? type->name : "(unnamed)", req->rank,
-                       (unsigned long long)req->home_ref);
+        pp__common_report(m, "type %s: load returned data that another copy holds (a load must "
+                          "allocate new data): rank %u's ref %#llx not copied, PP_EIO",
+                          type->name != NULL ? type->name : "(unnamed)", req->rank,
+                          (unsigned long long)req->home_ref);
         free(h);   /* obj is the other copy's */
         return PP_EIO;
     }
@@ -203,7 +216,7 @@ int pp__typed_copy(pp_mpi_t *m, pp__req_t *req, unsigned put_flags, pp_ref_t *lo
         pthread_mutex_unlock(&ts->mu);
         free_obj(type, h->obj, (size_t)req->size);
         free(h);
-        pp__types_unref(ts);
+        pp__typed_unref(ts);
         return rc;
     }
     /* From here the pool owns h, and copy_free undoes the rest; until the

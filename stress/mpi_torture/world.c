@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layer.h"       /* pp__mpi_create_on: the layer over any transport */
+#include "layer.h"       /* pp__layer_create_on: the layer over any transport */
 #include "transport_inproc.h"   /* tests/mpi/support: ranks as threads */
 
 struct chan {
@@ -131,7 +131,7 @@ int run_inproc(void)
     for (int r = 0; r < n; r++) {
         R[r].ch = &ch;
         if (rank_setup(&R[r], r, n) != 0 ||
-            pp__mpi_create_on(pp__inproc_rank(w, r), false, R[r].pool, &R[r].m) != 0)
+            pp__layer_create_on(pp__inproc_rank(w, r), false, R[r].pool, &R[r].m) != 0)
             return 1;
     }
     pthread_t th[MAX_RANKS];

@@ -420,9 +420,9 @@ static void bad_arguments(pp__transport_t *t)
         fail("done of a refused send ran");
     pp__transport_t *u = NULL;
     char err[128];
-    if (pp__mpi_transport_create(MPI_COMM_NULL, &u, err, sizeof err) != PP_EINVAL)
+    if (pp__transport_mpi_create(MPI_COMM_NULL, &u, err, sizeof err) != PP_EINVAL)
         fail("create on MPI_COMM_NULL: not PP_EINVAL");
-    if (pp__mpi_transport_create(MPI_COMM_WORLD, NULL, err, sizeof err) != PP_EINVAL)
+    if (pp__transport_mpi_create(MPI_COMM_WORLD, NULL, err, sizeof err) != PP_EINVAL)
         fail("create with no out: not PP_EINVAL");
 }
 
@@ -435,7 +435,7 @@ static void two_transports(pp__transport_t *a)
         fatal("MPI_Comm_split");
     pp__transport_t *b = NULL;
     char err[160];
-    int rc = pp__mpi_transport_create(rev, &b, err, sizeof err);
+    int rc = pp__transport_mpi_create(rev, &b, err, sizeof err);
     if (rc != 0)
         fatal("create on the reversed communicator: %d (%s)", rc, err);
     if (b->rank != nranks - 1 - me || b->size != nranks)
@@ -491,9 +491,9 @@ int main(int argc, char **argv)
     double t0 = now_s();
     pp__transport_t *t = NULL;
     char err[160];
-    rc = pp__mpi_transport_create(MPI_COMM_WORLD, &t, err, sizeof err);
+    rc = pp__transport_mpi_create(MPI_COMM_WORLD, &t, err, sizeof err);
     if (rc != 0)
-        fatal("pp__mpi_transport_create: %d (%s)", rc, err);
+        fatal("pp__transport_mpi_create: %d (%s)", rc, err);
     if (t->rank != me || t->size != nranks)
         fail("transport says rank %d of %d", t->rank, t->size);
     run.t = t;

@@ -296,7 +296,7 @@ static void swapworld_up(swapworld_t *s, uint64_t seed)
             W->pool[r] = test_pool(&opt);
         }
         W->ct[r] = ct_new(4096);
-        cr_assert_eq(pp__mpi_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
+        cr_assert_eq(pp__layer_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
                      0);
     }
 }

@@ -639,7 +639,7 @@ Test(layer, pin_many_of_a_cached_ref_keeps_the_pin_count)
     assert_rc(pp_mpi_pin(W.m[1], g, 0, &d[0], NULL), 0);
     uint64_t hits;
     int64_t pins;
-    pp__thr_sum(W.m[1], &hits, &pins);   /* what destroy looks at */
+    pp__perthread_sum(W.m[1], &hits, &pins);   /* what destroy looks at */
     cr_assert_eq(pins, 1, "remote pins held: %lld", (long long)pins);
     assert_rc(pp_mpi_destroy(W.m[1]), PP_EBUSY, "a remote pin is held");
     assert_rc(pp_mpi_unpin(W.m[1], g, 0, d[0]), 0);

@@ -140,7 +140,7 @@ static void world_up_opts(world_t *W, uint64_t seed, const pp_options_t *opt, fa
         else
             W->pool[r] = test_pool(&o);
         W->ct[r] = ct_new(4096);
-        cr_assert_eq(pp__mpi_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
+        cr_assert_eq(pp__layer_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
                      0);
     }
 }

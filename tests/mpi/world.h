@@ -41,7 +41,7 @@ static inline void world_up_limit(world_t *W, int n, uint64_t seed, unsigned max
         report_cap_attach(&W->rep[r], &opt);
         W->pool[r] = test_pool(&opt);
         W->ct[r] = ct_new(4096);
-        cr_assert_eq(pp__mpi_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
+        cr_assert_eq(pp__layer_create_on(pp__inproc_rank(W->w, r), false, W->pool[r], &W->m[r]),
                      0);
     }
 }

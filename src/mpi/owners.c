@@ -2,8 +2,8 @@
  * owners.c -- owners across ranks, counted by weight (pinpool_mpi.h,
  * "Owners across ranks"; docs/mpi.md).
  *
- * The home mints weight as intervals of a per-entry space that only grows
- * ([k * 2^32, (k + 1) * 2^32) for the k-th export), keeps the intervals
+ * The home mints weight as intervals of a per-entry space that only grows:
+ * the k-th export gets [k * 2^32, k * 2^32 + 2^32).  It keeps the intervals
  * it minted and that have not come back (pp__home_t.out), and frees the
  * entry when that set is empty and its own owners are gone.  Another rank
  * keeps, per remote ref, a proxy: its local owners and the intervals it

@@ -71,7 +71,7 @@ typedef struct pp__wire_return {
 /* Bytes a RETURN message of n records takes (0 if n is too large). */
 size_t pp__wire_return_size(size_t n);
 /* Writes a RETURN message of recs[0..n), sequence number seq, into buf
- * (pp__wire_return_size(n) bytes). */
+ * of pp__wire_return_size(n) bytes. */
 void pp__wire_return_pack(void *buf, uint64_t seq, const pp__wire_return_t *recs, size_t n);
 /* Checks a received message and, if it is a RETURN, gives its record
  * count and sequence number: 0, PP_ECORRUPT (bad length, magic, version,

@@ -129,9 +129,11 @@ typedef struct pp_options {
 
 /* Creates a pool: one node domain per NUMA node, each with its tables and
  * reclaimer thread.  With swap_dir, also swap files and swap threads.  opt
- * may be NULL for the defaults.  Errors: PP_EINVAL (bad options),
- * PP_ETOPOLOGY, PP_ENOTSUP (too many nodes; PP_SWAP_DIRECT or
- * PP_IO_ENGINE_URING impossible here), PP_EIO (swap files), PP_ENOMEM.
+ * may be NULL for the defaults.  Options left at their default are taken
+ * from PINPOOL_MEMORY_LIMIT, PINPOOL_SWAP_DIR and PINPOOL_SWAP_DIRECT if
+ * set (docs/api.md, "Environment").  Errors: PP_EINVAL (bad options or
+ * environment), PP_ETOPOLOGY, PP_ENOTSUP (too many nodes; PP_SWAP_DIRECT
+ * or PP_IO_ENGINE_URING impossible here), PP_EIO (swap files), PP_ENOMEM.
  * Blocking.  May run concurrently with anything on other pools. */
 PP_API int pp_pool_create(const pp_options_t *opt, pp_pool_t **out);
 

@@ -1,6 +1,6 @@
 /*
  * api.h -- the top layer: the calls of pinpool.h (pool.c, owner.c, pin.c,
- * scope.c, stats.c).  It calls every layer below; nothing below calls it.
+ * scope.c, stats.c) and the options from the environment (env.c).  It calls every layer below; nothing below calls it.
  */
 #ifndef PP_API_H
 #define PP_API_H
@@ -17,6 +17,12 @@ int pp__pin_unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t);
  * pp_pin documents. */
 int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags,
                  bool pin, void **data);
+
+/* env.c -- *eff gets opt, with the options it left at their default taken
+ * from PINPOOL_MEMORY_LIMIT, PINPOOL_SWAP_DIR and PINPOOL_SWAP_DIRECT
+ * (docs/api.md, "Environment").  0, or PP_EINVAL with a report line for a
+ * value that cannot be read.  PINPOOL_VERBOSE=1 reports each value taken. */
+int pp__env_options(const pp_options_t *opt, pp_options_t *eff);
 
 /* pool.c */
 /* pp_pool_create with the given swap device instead of the file device

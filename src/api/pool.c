@@ -62,13 +62,18 @@ static void pool_free(pp_pool_t *pool)
 
 int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 {
-    if (opt != NULL && opt->swap_dir != NULL) {
+    static const pp_options_t defaults = PP_OPTIONS_INIT;
+    pp_options_t eff;                    /* opt, and the environment's options */
+    int rc = pp__env_options(opt != NULL ? opt : &defaults, &eff);
+    if (rc != 0)
+        return rc;
+    if (eff.swap_dir != NULL) {
         pp__swapdev_t *dev = pp__swapdev_file_new();
         if (dev == NULL)
             return PP_ENOMEM;
-        return pp__pool_create_dev(opt, dev, out);
+        return pp__pool_create_dev(&eff, dev, out);
     }
-    return pp__pool_create_dev(opt, NULL, out);
+    return pp__pool_create_dev(&eff, NULL, out);
 }
 
 int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t **out)

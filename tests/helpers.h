@@ -27,6 +27,8 @@
 
 #include <criterion/criterion.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -214,6 +216,20 @@ static inline bool check_pattern(const void *p, size_t n, uint64_t seed)
     for (; i < n; i++)
         ok &= b[i] == (unsigned char)(w >> (8 * (i % 8)));
     return ok;
+}
+
+/* Entries of a directory, but . and .. (a pool's private swap directory
+ * under its swap_dir, the files in it). */
+static inline size_t dir_entries(const char *path)
+{
+    DIR *d = opendir(path);
+    cr_assert_not_null(d, "opendir %s: %s", path, strerror(errno));
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(d);
+    return n;
 }
 
 /* ------------------------------------------------------------------------ */

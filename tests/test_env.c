@@ -55,6 +55,7 @@ static void env_refused(pp_options_t *opt, const char *a, const char *b)
     cr_assert_null(pool);
     cr_assert_eq(report_cap_count(&rep), 1, "%zu report lines", report_cap_count(&rep));
     cr_assert(report_has(&rep, 0, a, b, "pool not created"), "report: %s", rep.lines[0]);
+    report_cap_free(&rep);
 }
 
 static char *fresh_dir(char *buf, size_t len)
@@ -62,18 +63,6 @@ static char *fresh_dir(char *buf, size_t len)
     snprintf(buf, len, "/tmp/pp-envtest-XXXXXX");
     cr_assert_not_null(mkdtemp(buf), "mkdtemp: %s", strerror(errno));
     return buf;
-}
-
-static size_t dir_entries(const char *path)
-{
-    DIR *d = opendir(path);
-    cr_assert_not_null(d, "opendir %s: %s", path, strerror(errno));
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-    closedir(d);
-    return n;
 }
 
 /* ---- PINPOOL_MEMORY_LIMIT ----------------------------------------------- */
@@ -234,6 +223,7 @@ Test(env, verbose_reports_each_value_taken_once, .timeout = 60)
     cr_assert(report_has(&rep, 0, "PINPOOL_MEMORY_LIMIT=16M:", "16777216 bytes", NULL));
     cr_assert(report_has(&rep, 0, "PINPOOL_SWAP_DIR=", dir, NULL));
     cr_assert_eq(pp_pool_destroy(pool), 0);
+    report_cap_free(&rep);
     rmdir(dir);
     /* What the caller set is not taken, so not reported. */
     report_cap_t quiet;
@@ -245,6 +235,7 @@ Test(env, verbose_reports_each_value_taken_once, .timeout = 60)
     pool = env_pool(&o);
     cr_assert_eq(report_cap_count(&quiet), 0);
     cr_assert_eq(pp_pool_destroy(pool), 0);
+    report_cap_free(&quiet);
 }
 
 Test(env, verbose_off_reports_nothing, .timeout = 60)
@@ -259,6 +250,7 @@ Test(env, verbose_off_reports_nothing, .timeout = 60)
     cr_assert_eq(mem_limit_of(pool), 16 * MiB);
     cr_assert_eq(report_cap_count(&rep), 0);
     cr_assert_eq(pp_pool_destroy(pool), 0);
+    report_cap_free(&rep);
     cr_assert_eq(setenv("PINPOOL_VERBOSE", "2", 1), 0);
     env_refused(NULL, "PINPOOL_VERBOSE=2:", "not 1 or 0");
 }

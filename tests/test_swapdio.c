@@ -36,18 +36,6 @@ typedef struct dio {
     report_cap_t rep;
 } dio_t;
 
-static size_t dir_entries(const char *path)
-{
-    DIR *d = opendir(path);
-    cr_assert_not_null(d, "opendir %s: %s", path, strerror(errno));
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-    closedir(d);
-    return n;
-}
-
 /* A fresh swap_dir under parent; the options of a pool with swap there. */
 static pp_options_t dio_options(dio_t *s, const char *parent, size_t limit, unsigned flags)
 {

@@ -713,18 +713,26 @@ again:
     return rc;
 }
 
+/* The entry ref names and its word, if it is alive: 0, or PP_ESTALE.  No
+ * pin and no section: a hint needs no more (pp_prefetch, pp_advise). */
+static int hinted(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e, uint64_t *pw)
+{
+    *e = pp__lookup(pool, ref);
+    if (*e == NULL)
+        return PP_ESTALE;
+    *pw = pp__atomic_load_relaxed(&(*e)->pw);
+    return pp__pw_alive(*pw, pp_ref_gen(ref)) ? 0 : PP_ESTALE;
+}
+
 int pp_prefetch(pp_pool_t *pool, pp_ref_t ref)
 {
     if (pool == NULL)
         return PP_EINVAL;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (e == NULL)
-        return PP_ESTALE;
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (!pp__pw_alive(pw, pp_ref_gen(ref)))
-        return PP_ESTALE;
-    if (pw & PP__F_RESIDENT)
-        return 0;
+    pp__entry_t *e;
+    uint64_t pw;
+    int rc = hinted(pool, ref, &e, &pw);
+    if (rc != 0 || (pw & PP__F_RESIDENT))
+        return rc;
     return pp__load_start(pool, e, ref);
 }
 
@@ -732,14 +740,11 @@ int pp_advise(pp_pool_t *pool, pp_ref_t ref, unsigned advice)
 {
     if (pool == NULL || advice > PP_ADVISE_WONTNEED)
         return PP_EINVAL;
-    pp__entry_t *e = pp__lookup(pool, ref);
-    if (e == NULL)
-        return PP_ESTALE;
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (!pp__pw_alive(pw, pp_ref_gen(ref)))
-        return PP_ESTALE;
-    if (!pool->swap)
-        return 0;                        /* nothing is ever evicted */
+    pp__entry_t *e;
+    uint64_t pw;
+    int rc = hinted(pool, ref, &e, &pw);
+    if (rc != 0 || !pool->swap)
+        return rc;                       /* without swap nothing is ever evicted */
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
     uint32_t slot = pp_ref_slot(ref);    /* the ref's, not the cold record's: no ordering needed */
     pp__advise_set(node, slot, pp_ref_gen(ref), advice);

@@ -47,26 +47,12 @@ foreach(obj IN LISTS OBJECTS)
     list(APPEND _objs "${obj}")
 endforeach()
 
-# "name type" lines of nm -P.
+include(${CMAKE_CURRENT_LIST_DIR}/nm_symbols.cmake)
+
+# The "type:name" symbols of an object (pp_nm_symbols).
 function(_pp_nm out obj)
-    execute_process(COMMAND "${NM}" -P ${ARGN} "${obj}"
-        OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE err)
-    if(NOT rc EQUAL 0)
-        message(FATAL_ERROR "check_calls: ${NM} ${obj}: ${err}")
-    endif()
-    string(REPLACE ";" "," text "${text}")
-    string(REPLACE "\n" ";" text "${text}")
-    set(names "")
-    foreach(line IN LISTS text)
-        if(line MATCHES "^([^ ]+) ([A-Za-z])")
-            set(name "${CMAKE_MATCH_1}")
-            set(type "${CMAKE_MATCH_2}")
-            if(type MATCHES "^[UTDBRVtdbr]$")
-                list(APPEND names "${type}:${name}")
-            endif()
-        endif()
-    endforeach()
-    set(${out} "${names}" PARENT_SCOPE)
+    pp_nm_symbols(symbols check_calls ${ARGN} "${obj}")
+    set(${out} "${symbols}" PARENT_SCOPE)
 endfunction()
 
 # Where each global name is defined; and the name tells its scope: a

@@ -27,26 +27,13 @@ string(JOIN "" _test_names ${_test_names})
 
 set(_bad "")
 
-# "name type" lines of nm -P; a member header of an archive is
-# "lib.a[member.o]:" and is skipped.
+include(${CMAKE_CURRENT_LIST_DIR}/nm_symbols.cmake)
+
+# The names nm lists (pp_nm_symbols, without the types).
 function(_pp_nm out)
-    execute_process(COMMAND "${NM}" ${ARGN} -P
-        OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE err)
-    if(NOT rc EQUAL 0)
-        message(FATAL_ERROR "check_exports: ${NM} ${ARGN}: ${err}")
-    endif()
-    # (Square brackets would hide the list's separators from CMake.)
-    string(REPLACE "[" "<" text "${text}")
-    string(REPLACE "]" ">" text "${text}")
-    string(REPLACE ";" "," text "${text}")
-    string(REPLACE "\n" ";" text "${text}")
-    set(names "")
-    foreach(line IN LISTS text)
-        if(line MATCHES "^([^ ]+) ([A-Za-z]) ")
-            list(APPEND names "${CMAKE_MATCH_1}")
-        endif()
-    endforeach()
-    set(${out} "${names}" PARENT_SCOPE)
+    pp_nm_symbols(symbols check_exports ${ARGN})
+    list(TRANSFORM symbols REPLACE "^[A-Za-z]:" "")
+    set(${out} "${symbols}" PARENT_SCOPE)
 endfunction()
 
 foreach(lib IN LISTS SHARED STATIC)

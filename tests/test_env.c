@@ -254,3 +254,21 @@ Test(env, verbose_off_reports_nothing, .timeout = 60)
     cr_assert_eq(setenv("PINPOOL_VERBOSE", "2", 1), 0);
     env_refused(NULL, "PINPOOL_VERBOSE=2:", "not 1 or 0");
 }
+
+Test(env, swap_direct_without_swap_is_read_and_not_reported, .timeout = 60)
+{
+    cr_assert_eq(setenv("PINPOOL_VERBOSE", "1", 1), 0);
+    cr_assert_eq(setenv("PINPOOL_SWAP_DIRECT", "1", 1), 0);
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
+    pp_pool_t *pool = env_pool(&o);
+    cr_assert(!swap_of(pool));
+    cr_assert_eq(report_cap_count(&rep), 0, "%zu lines: no swap files to open",
+                 report_cap_count(&rep));
+    cr_assert_eq(pp_pool_destroy(pool), 0);
+    report_cap_free(&rep);
+    cr_assert_eq(setenv("PINPOOL_SWAP_DIRECT", "on", 1), 0);
+    env_refused(NULL, "PINPOOL_SWAP_DIRECT=on:", "not 1 or 0");
+}

@@ -123,7 +123,7 @@ int pp__env_options(const pp_options_t *opt, pp_options_t *eff)
             return bad(opt, "PINPOOL_SWAP_DIRECT", v, "not 1 or 0");
         if (direct)
             eff->flags |= PP_SWAP_DIRECT;
-        if (verbose) {
+        if (verbose && eff->swap_dir != NULL) {   /* without swap: no files */
             snprintf(line, sizeof line, "pinpool: PINPOOL_SWAP_DIRECT=%s: swap files %s", v,
                      direct ? "opened O_DIRECT" : "through the page cache");
             say(opt, line);

@@ -250,6 +250,10 @@ typedef struct pp__node {
         _Atomic uint64_t ev_advised;     /* evictions and drops of WONTNEED entries */
         _Atomic uint64_t pass_seq;       /* last room request a pass served */
         _Atomic int pass_stuck;          /* that pass could free nothing */
+        /* The largest PP_PUT_NOWAIT/PP_PIN_NOWAIT size refused since this
+         * node's last pass: one per node, as a pass that ends on one node
+         * must not clear what another's has yet to see (evict.c). */
+        _Atomic uint64_t room_hint;
         uint32_t hand, hand_end;         /* CLOCK hand, end of its turn (swap thread) */
         uint64_t synced;                 /* sw_written at the last sync (swap thread) */
         _Atomic int io_stop;
@@ -295,8 +299,6 @@ struct pp_pool {
     uint64_t high_wm, low_wm;            /* eviction starts / stops */
     _Atomic uint64_t room_req;           /* room requests made (sequence) */
     _Atomic uint64_t room_want;          /* bytes waited for */
-    _Atomic uint64_t room_hint;          /* the largest PP_PUT_NOWAIT/PP_PIN_NOWAIT
-                                            size refused since the last pass */
     _Atomic uint64_t room_waits, room_enomem;
     /* The I/O engine (xfer.c): PP_IO_ENGINE_URING or _THREADS, its depth,
      * why it was chosen; bytes of victims whose write-out is in flight

@@ -139,6 +139,11 @@ enum pp__test_point {
                              check, no pin dropped yet (arg: the refs) */
     PP__TP_SWAP_IDLE,     /* swapper.c, a swap thread about to wait for work:
                              nothing in flight or held (arg: its node) */
+    PP__TP_PASS,          /* swapper.c, a swap thread about to run a pass:
+                             nothing of it read yet (arg: its node) */
+    PP__TP_HAND_WRAP,     /* evict.c, a pass's hand back at slot 0, before it
+                             counts the slots of its new turn (arg: the node;
+                             node->sw.hand is where the last turn ended) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
 #if PP__TESTING

@@ -183,10 +183,10 @@ static uint64_t evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
  * for their reclaimer, nor those of victims being written out: evicting
  * for those would drop every cache entry
  * before the first one is freed. */
-static bool is_above(pp_pool_t *pool, uint64_t mark)
+static bool is_above(pp_pool_t *pool, pp__node_t *node, uint64_t mark)
 {
     uint64_t want = pp__atomic_load_relaxed(&pool->room_want) +
-                    pp__atomic_load_relaxed(&pool->room_hint);
+                    pp__atomic_load_relaxed(&node->sw.room_hint);
     /* Victims being written out (the io_uring engine) are on their way
      * out as these are. */
     uint64_t dying = pp__atomic_load_relaxed(&pool->discard_dying) +
@@ -194,7 +194,10 @@ static bool is_above(pp_pool_t *pool, uint64_t mark)
     return pp__atomic_load_relaxed(&pool->resident) + want > mark + dying;
 }
 
-bool pp__evict_needed(pp_pool_t *pool) { return is_above(pool, pool->low_wm); }
+bool pp__evict_needed(pp_pool_t *pool, pp__node_t *node)
+{
+    return is_above(pool, node, pool->low_wm);
+}
 
 /* Whether t has write-outs in flight on node (the io_uring engine). */
 static bool evict_writing(const pp__node_t *node, const pp__thread_t *t)
@@ -215,7 +218,7 @@ static uint64_t evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force,
         uint32_t slot = UINT32_MAX;
         /* Forced: until one is freed, or (io_uring) on its way out. */
         while (pp__atomic_load_relaxed(&node->sw.advised) != 0 &&
-               ((*force && !evict_writing(node, t)) || pp__evict_needed(pool)) &&
+               ((*force && !evict_writing(node, t)) || pp__evict_needed(pool, node)) &&
                pp__advise_next_wontneed(node, &slot)) {
             /* acquire: pairs with the segment's release-install. */
             pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
@@ -289,7 +292,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
             ignore_ref = true;           /* the third sweep */
             sweeps += slots;
         }
-        bool above = is_above(pool, hand_mark);
+        bool above = is_above(pool, node, hand_mark);
         if (async && pp__xfer_writes(node) > 0 && (pp__xfer_writes_full(node) || !above)) {
             pp__xfer_reap(pool, node, true);
             freed += pp__xfer_freed(node);
@@ -303,8 +306,22 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         /* A turn of the hand covers the slots there were when it began:
          * slots handed out since (new entries) wait for the next turn, as
          * pages inserted behind a CLOCK hand do, and the hand always comes
-         * round to the old ones however fast new ones arrive. */
+         * round to the old ones however fast new ones arrive.  A turn that
+         * begins inside this pass counts the slots as they are then, and
+         * the pass sweeps the new ones as often as the old: with the count
+         * of the pass's start, entries put during a turn stayed out of the
+         * next, and the pass swept the old slots again and took an entry
+         * whose second chance it had just given (a hot one, pinned once
+         * per turn). */
         if (node->sw.hand >= node->sw.hand_end) {
+            PP__TEST_POINT(HAND_WRAP, node);
+            uint32_t now = pp__atomic_load_relaxed(&node->put.next_slot);
+            if (now > PP__MAX_SLOTS)
+                now = PP__MAX_SLOTS;
+            if (now > slots) {
+                sweeps += (ignore_ref ? 1u : 2u) * (uint64_t)(now - slots);
+                slots = now;
+            }
             node->sw.hand = 0;
             node->sw.hand_end = slots;
         }
@@ -321,7 +338,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
         }
     }
     freed += evict_drain(pool, node, async);
-    *stuck = freed == 0 && i == sweeps && (force || is_above(pool, hand_mark));
+    *stuck = freed == 0 && i == sweeps && (force || is_above(pool, node, hand_mark));
     return freed;
 }
 

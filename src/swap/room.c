@@ -293,9 +293,12 @@ int pp__room_reserve_nowait(pp_pool_t *pool, size_t size)
      * between limit - size and the high watermark would retry forever.
      * The request makes a pass run; the hint makes it evict for size too
      * (the pass clears it). */
-    uint64_t hint = pp__atomic_load_relaxed(&pool->room_hint);
-    while (hint < size && !pp__atomic_cas_weak_relaxed(&pool->room_hint, &hint, size))
-        ;
+    for (unsigned n = 0; n < pool->nnodes; n++) {
+        _Atomic uint64_t *h = &pool->nodes[n]->sw.room_hint;
+        uint64_t hint = pp__atomic_load_relaxed(h);
+        while (hint < size && !pp__atomic_cas_weak_relaxed(h, &hint, size))
+            ;
+    }
     pp__atomic_add_relaxed(&pool->room_req, 1);
     pp__mem_kick_all(pool);
     return PP_EAGAIN;

@@ -214,7 +214,7 @@ void pp__xfer_stop(pp_pool_t *pool, pp__node_t *node);
 /* evict.c -- the hand: CLOCK eviction, drops of PP_TYPE_DISCARD entries. */
 /* Whether the pool is above its low watermark, counting the room waited
  * for and not the bytes already on their way out. */
-bool pp__evict_needed(pp_pool_t *pool);
+bool pp__evict_needed(pp_pool_t *pool, pp__node_t *node);
 /* Reserves room for a load of size bytes that node's swap thread runs: it
  * never waits, and if none is left the hand evicts for it first, then
  * tries once more.  0 or PP_ENOMEM. */

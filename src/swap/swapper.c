@@ -67,16 +67,19 @@ static void *swap_main(void *arg)
         uint64_t req = pp__atomic_load_relaxed(&pool->room_req);
         if (req != served || pp__atomic_load_relaxed(&pool->resident) > pool->high_wm) {
             bool stuck;
+            PP__TEST_POINT(PASS, node);
+            uint64_t hint = pp__atomic_load_relaxed(&node->sw.room_hint);
             uint64_t freed = pp__evict_pass(pool, node, false, &stuck, node->sw.st);
-            /* the NOWAIT sizes this pass made room for: a caller still
-             * short retries, and asks again */
-            pp__atomic_store_relaxed(&pool->room_hint, 0);
+            /* The NOWAIT sizes this pass made room for: a caller still
+             * short retries, and asks again.  A larger one refused during
+             * the pass stays for the pass its request brings. */
+            (void)pp__atomic_cas_strong_relaxed(&node->sw.room_hint, &hint, 0);
             served = req;
             pp__atomic_store_relaxed(&node->sw.pass_stuck, stuck);
             /* release: pass_stuck is read after an acquire of pass_seq. */
             pp__atomic_store_release(&node->sw.pass_seq, req);
             ck_ec32_inc(&pool->room_ec, &pp__wait_ec_mode);
-            if (freed > 0 && pp__evict_needed(pool))
+            if (freed > 0 && pp__evict_needed(pool, node))
                 continue;
         }
         if (loads)

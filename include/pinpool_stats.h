@@ -13,14 +13,19 @@
  *      if (pp_pool_stats(pool, &s) == 0)
  *          printf("%" PRIu64 " entries\n", s.total.entries);
  *
- *  The library fills a struct only if it knows the pair: today version 1
- *  with the size of version 1's struct.  Any other pair (size 0, a version
- *  it does not know, a size that is not its version's) gets PP_EINVAL and a
- *  line through the pool's report hook that names the size and version it
- *  expects; nothing is written to out then.  Counters are only ever
- *  appended at the end of a struct, and each addition bumps
- *  PP_STATS_VERSION, so a program built against this header keeps its
- *  layout.  New pool-wide fields of pp_stats_t go after total.
+ *  The library fills a struct only if it knows the pair: version 2 (this
+ *  header's) with the size of version 2's struct, or version 1 with the
+ *  size of version 1's, which is filled up to its end and no further.  Any
+ *  other pair (size 0, a version it does not know, a size that is not its
+ *  version's) gets PP_EINVAL and a line through the pool's report hook
+ *  that names the size and version it expects; nothing is written to out
+ *  then.  Counters are only ever appended at the end of a struct, and each
+ *  addition bumps PP_STATS_VERSION, so a program built against an older
+ *  header keeps its layout and its figures.  pp_stats_t ends with total,
+ *  so a version's pp_stats_t is the one before it with a longer total.
+ *
+ *  Version 1: up to reclaimer_tid, cpu_bound and mem_bound.
+ *  Version 2: swap_write_ns and swap_read_ns appended.
  */
 #ifndef PINPOOL_STATS_H
 #define PINPOOL_STATS_H
@@ -32,7 +37,7 @@ extern "C" {
 #endif
 
 /* The version of pp_stats_t and pp_node_stats_t that this header declares. */
-#define PP_STATS_VERSION 1u
+#define PP_STATS_VERSION 2u
 
 /* The tag is not pp_node_stats: in C++ that function would hide it. */
 typedef struct pp_node_stats_s {
@@ -111,6 +116,15 @@ typedef struct pp_node_stats_s {
     int reclaimer_tid;           /* OS thread id of the node's reclaimer */
     int cpu_bound;               /* reclaimer bound to one CPU of the node */
     int mem_bound;               /* table memory bound to the node */
+    /* Version 2.  The device's busy time: how long at least one write
+     * (read) of the node's swap copies was with it, from the request's
+     * start (the thread engine) or its queueing on the ring (io_uring) to
+     * its result, a request there now included.  So the device's write
+     * bandwidth while it wrote is swap_bytes_written / swap_write_ns
+     * bytes per ns (x 1000: MB/s), and the same for reads.  In total:
+     * the nodes' sum (their streams are separate files). */
+    uint64_t swap_write_ns;
+    uint64_t swap_read_ns;
 } pp_node_stats_t;
 
 typedef struct pp_stats {
@@ -142,7 +156,8 @@ typedef struct pp_stats {
     char io_engine_why[96];
     pp_node_stats_t total;       /* sums (tid/bound fields: 0; peaks and
                                     maxima: the largest node's); its size
-                                    and version are set by the library */
+                                    and version are set by the library to
+                                    the caller's version's */
 } pp_stats_t;
 
 /* Initializers that set size and version: pp_stats_t s = PP_STATS_INIT;

@@ -93,6 +93,57 @@ Test(evict, concurrent_pins_share_one_load, .timeout = 60)
 /* 5. PP_PIN_NOWAIT, pp_prefetch and pp_pin_many never block                 */
 /* ======================================================================== */
 
+/* The device's busy time (pp_node_stats_t.swap_write_ns, swap_read_ns) is
+ * the time a request is with the device, not the CPU time of a call: a
+ * read held at the device's gate is busy all the while, a stats call
+ * during it counts the time so far, and the count stops when the read
+ * comes back.  A pool that has not swapped has both at 0; neither can
+ * exceed the pool's age. */
+Test(evict, swap_busy_time_counts_requests_in_flight, .timeout = 60)
+{
+    uint64_t born = now_ns();
+    faultdev_t *f;
+    pp_pool_t *pool = ev_pool(SMALL_LIMIT, NULL, &f);
+    cr_assert_eq(STAT_TOTAL(pool, swap_write_ns), 0);
+    cr_assert_eq(STAT_TOTAL(pool, swap_read_ns), 0);
+    sw_t *sw = sw_new(1);
+    pp_ref_t x = put_sw(pool, sw, 0, PAGE, 0);
+    swap_out(pool, 0, &x, 1);
+    cr_assert_gt(STAT_NODE(pool, 0, swap_bytes_written), 0);
+    cr_assert_gt(STAT_NODE(pool, 0, swap_write_ns), 0, "a write took no time");
+    cr_assert_eq(STAT_NODE(pool, 0, swap_read_ns), 0);
+
+    faultdev_gate_close(f, true, false);
+    void *d = NULL;
+    assert_rc(pp_pin(pool, x, PP_PIN_NOWAIT, &d), PP_EAGAIN);
+    faultdev_wait_blocked(f, 1);             /* the load's read is with the device */
+    uint64_t r0 = STAT_NODE(pool, 0, swap_read_ns);
+    uint64_t ta = now_ns();
+    uint64_t t1 = ta;
+    while (t1 - ta < 2000000)                /* an interval of 2 ms to count */
+        t1 = now_ns();
+    uint64_t r1 = STAT_NODE(pool, 0, swap_read_ns);
+    cr_assert_geq(r1 - r0, t1 - ta, "a held read counted %" PRIu64 " ns of the %" PRIu64
+                  " it was held", r1 - r0, t1 - ta);
+    faultdev_gate_open(f);
+    assert_rc(pp_pin(pool, x, 0, &d), 0);     /* waits for that load */
+    assert_rc(pp_unpin(pool, x), 0);
+    uint64_t r2 = STAT_NODE(pool, 0, swap_read_ns);
+    cr_assert_geq(r2, r1);
+    uint64_t tb = now_ns();
+    while (now_ns() - tb < 2000000)          /* nothing is read meanwhile */
+        ;
+    cr_assert_eq(STAT_NODE(pool, 0, swap_read_ns), r2, "the count went on after the read");
+    pp_stats_t *s = test_stats_new(pool);
+    uint64_t age = now_ns() - born;
+    cr_assert_leq(s->total.swap_read_ns, age);
+    cr_assert_leq(s->total.swap_write_ns, age);
+    cr_assert_eq(s->total.swap_read_ns, r2, "total is node 0's (the only one with I/O)");
+    free(s);
+    ev_finish(pool, &x, 1);
+    sw_check_delete(sw, 1);
+}
+
 Test(evict, nowait_pin_starts_load_and_never_blocks, .timeout = 60)
 {
     faultdev_t *f;

@@ -390,6 +390,67 @@ Test(stats, size_and_version_are_checked, .timeout = 30)
     report_cap_free(&rep);
 }
 
+/* A program built against version 1 of pinpool_stats.h keeps working: the
+ * pair (1, version 1's size) is filled up to that size and no further,
+ * with the same figures as this version's call, and total says version
+ * 1.  Version 1's sizes are the ones that header had on LP64 targets;
+ * the layout check below keeps version 2 a pure extension of it. */
+#define V1_STATS 648u
+#define V1_NODE 448u
+
+Test(stats, version_1_callers_get_their_part, .timeout = 30)
+{
+#if UINTPTR_MAX == UINT64_MAX
+    cr_assert_eq(offsetof(pp_node_stats_t, swap_write_ns), V1_NODE);
+    cr_assert_eq(offsetof(pp_stats_t, total) + V1_NODE, V1_STATS);
+#endif
+    const size_t v1_node = offsetof(pp_node_stats_t, swap_write_ns);
+    const size_t v1_stats = offsetof(pp_stats_t, total) + v1_node;
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
+    pp_pool_t *pool = test_pool(&o);
+    ct_t *ct = ct_new(4);
+    pp_ref_t r = ct_put(pool, ct, 0, 100, 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    assert_rc(pp_unpin(pool, r), 0);
+
+    stats_buf_t sb;
+    memset(&sb, ST_FILL, sizeof sb);
+    sb.s.size = v1_stats;
+    sb.s.version = 1;
+    assert_rc(pp_pool_stats(pool, &sb.s), 0);
+    cr_assert(all_fill(sb.b, v1_stats, sizeof sb.b), "written past version 1's pp_stats_t");
+    cr_assert(sb.s.size == v1_stats && sb.s.version == 1);
+    cr_assert(sb.s.total.size == v1_node && sb.s.total.version == 1);
+    pp_stats_t now;
+    test_stats(pool, &now);
+    cr_assert_eq(sb.s.total.puts, now.total.puts);
+    cr_assert_eq(sb.s.total.pins, 1);
+    cr_assert_eq(sb.s.total.resident_bytes, now.total.resident_bytes);
+    cr_assert_eq(sb.s.nodes, now.nodes);
+    cr_assert_eq(sb.s.total.mem_bound, now.total.mem_bound);
+
+    node_buf_t nb;
+    memset(&nb, ST_FILL, sizeof nb);
+    nb.s.size = v1_node;
+    nb.s.version = 1;
+    assert_rc(pp_node_stats(pool, 0, &nb.s), 0);
+    cr_assert(all_fill(nb.b, v1_node, sizeof nb.b), "written past version 1's pp_node_stats_t");
+    cr_assert(nb.s.size == v1_node && nb.s.version == 1);
+    cr_assert_gt(nb.s.reclaimer_tid, 0);
+    cr_assert_eq(report_cap_count(&rep), 0);
+
+    /* Each version with the other's size is refused. */
+    check_refused(pool, &rep, v1_stats, v1_node, PP_STATS_VERSION);
+    check_refused(pool, &rep, sizeof(pp_stats_t), sizeof(pp_node_stats_t), 1);
+    assert_rc(pp_release(pool, r), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
 Test(stats, node_stats_errors, .timeout = 30)
 {
     pp_options_t o = PP_OPTIONS_INIT;

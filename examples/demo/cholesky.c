@@ -800,6 +800,8 @@ static void timed_factorize(run_t *r, demo_result_t *res)
     if (before_ok) {
         res->fact_written = st.total.swap_bytes_written - before.total.swap_bytes_written;
         res->fact_read = st.total.swap_bytes_read - before.total.swap_bytes_read;
+        res->fact_write_ns = st.total.swap_write_ns - before.total.swap_write_ns;
+        res->fact_read_ns = st.total.swap_read_ns - before.total.swap_read_ns;
     }
 }
 

@@ -75,6 +75,9 @@ typedef struct demo_result {
                                           read during factorize alone (the
                                           pool's counters just before and
                                           just after it) */
+    uint64_t fact_write_ns, fact_read_ns;  /* pool mode: during factorize, the
+                                              time the swap device had a write
+                                              (read) in flight */
     uint64_t lag_p50_ns, lag_p99_ns, lag_count;  /* reclaim lag, after release */
     uint64_t frees;             /* tiles freed by the reclaimers */
     uint64_t nowait_eagain;     /* PP_PIN_NOWAIT pins that found a tile not resident */

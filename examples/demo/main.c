@@ -584,10 +584,18 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
     printf("  generate  %8.2f s\n", r->t_generate);
     printf("  factorize %8.2f s  %6.1f GFLOP/s  (%" PRIu64 " tasks)\n", r->t_factorize,
            r->factor_flops / r->t_factorize * 1e-9, r->tasks);
-    if (c->use_pool && c->mem_limit != 0)
+    if (c->use_pool && c->mem_limit != 0) {
         printf("  swap I/O during factorize: read %.1f MB/s (%.1f MB), written %.1f MB/s "
                "(%.1f MB)\n", mbps(r->fact_read, r->t_factorize), (double)r->fact_read / MB,
                mbps(r->fact_written, r->t_factorize), (double)r->fact_written / MB);
+        /* The device's own rate: bytes over the time it had a request. */
+        double rs = (double)r->fact_read_ns / 1e9, ws = (double)r->fact_write_ns / 1e9;
+        printf("  swap device busy: reading %.1f%% of factorize (%.1f MB/s while reading), "
+               "writing %.1f%% (%.1f MB/s while writing)\n",
+               r->t_factorize > 0 ? 100.0 * rs / r->t_factorize : 0.0, mbps(r->fact_read, rs),
+               r->t_factorize > 0 ? 100.0 * ws / r->t_factorize : 0.0,
+               mbps(r->fact_written, ws));
+    }
     printf("  check     %8.2f s\n", r->t_check);
     printf("  total     %8.2f s\n", r->t_total);
     int res_ok = r->residual < RESIDUAL_MAX;
@@ -660,6 +668,8 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
  * written and read: swap bytes from the start of generate to the end of
  * factorize; fact_written_bytes and fact_read_bytes: during factorize
  * alone, write_mbps and read_mbps those over its time (MB = 1e6 bytes);
+ * write_busy_s and read_busy_s: the time the swap device had a write
+ * (read) in flight during factorize;
  * io_engine (io_uring, threads, none, or the number) and io_depth: as the
  * pool reports them; peak_rss: the process's so far. */
 static void result_line(const demo_config_t *c, const demo_result_t *r, int failed)
@@ -670,14 +680,16 @@ static void result_line(const demo_config_t *c, const demo_result_t *r, int fail
     char b1[16];
     printf("result: impl=%s order=%s hints=%d direct=%d n=%d b=%d threads=%d limit=%zu factorize_s=%.4f total_s=%.4f "
            "written=%" PRIu64 " read=%" PRIu64 " fact_written_bytes=%" PRIu64
-           " fact_read_bytes=%" PRIu64 " write_mbps=%.1f read_mbps=%.1f io_engine=%s io_depth=%u "
+           " fact_read_bytes=%" PRIu64 " write_mbps=%.1f read_mbps=%.1f write_busy_s=%.4f "
+           "read_busy_s=%.4f io_engine=%s io_depth=%u "
            "peak_resident=%" PRIu64 " peak_rss=%ld residual=%.3e ok=%d\n",
            !c->use_pool ? "raw" : c->mem_limit == 0 ? "pool-nolimit" : "pool-limit",
            c->order == DEMO_ORDER_LEFT ? "left" : "right", c->use_pool && c->hints, c->direct,
            c->n, c->b,
            c->threads, c->mem_limit, r->t_factorize, r->t_total, r->run_written, r->run_read,
            r->fact_written, r->fact_read, mbps(r->fact_written, r->t_factorize),
-           mbps(r->fact_read, r->t_factorize),
+           mbps(r->fact_read, r->t_factorize), (double)r->fact_write_ns / 1e9,
+           (double)r->fact_read_ns / 1e9,
            swap ? engine_name(r->stats.io_engine, 0, b1) : "none", swap ? r->stats.io_depth : 0u,
            c->use_pool ? r->stats.resident_peak : 0, rss * 1024L, r->residual, failed == 0);
 }

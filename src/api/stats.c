@@ -8,10 +8,16 @@
  * registry lock (so no record is added while it walks the list);
  * pp_node_stats reads one node's share only.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
+
+/* The sizes of version 1 (pinpool_stats.h): version 2 appended to
+ * pp_node_stats_t, which ends pp_stats_t. */
+#define V1_NODE_SIZE offsetof(pp_node_stats_t, swap_write_ns)
+#define V1_STATS_SIZE (offsetof(pp_stats_t, total) + V1_NODE_SIZE)
 
 /* The q-quantile as its bucket's upper bound, never above the largest lag
  * seen (max). */
@@ -129,16 +135,19 @@ static void stats_add(pp_node_stats_t *to, const pp_node_stats_t *from)
         to->io_load_bytes_peak = from->io_load_bytes_peak;
     to->lag_count += from->lag_count;
     to->lag_total_ns += from->lag_total_ns;
+    to->swap_write_ns += from->swap_write_ns;
+    to->swap_read_ns += from->swap_read_ns;
     if (from->lag_max_ns > to->lag_max_ns)
         to->lag_max_ns = from->lag_max_ns;
 }
 
 /* Checks the caller's size and version: only a pair this library knows is
- * filled.  Reports any other through the pool's hook. */
+ * filled (want: this version's size, v1: version 1's).  Reports any other
+ * through the pool's hook. */
 static int stats_check(pp_pool_t *pool, const char *call, size_t size,
-                       unsigned version, size_t want)
+                       unsigned version, size_t want, size_t v1)
 {
-    if (version == PP_STATS_VERSION && size == want)
+    if ((version == PP_STATS_VERSION && size == want) || (version == 1 && size == v1))
         return 0;
     pp__report(pool, "pinpool: %s: size %zu version %u not known; expected size %zu "
                "version %u (start from the header's initializer)",
@@ -207,6 +216,10 @@ static void node_read(pp_pool_t *pool, unsigned n, pp_node_stats_t *s, uint64_t 
     s->reclaimer_tid = pp__atomic_load_relaxed(&node->rc.tid);
     s->cpu_bound = pp__atomic_load_relaxed(&node->rc.cpu_bound);
     s->mem_bound = pp__atomic_load_relaxed(&node->mem_bound);
+    if (pool->swap) {
+        s->swap_write_ns = pp__busy_ns(node, true);
+        s->swap_read_ns = pp__busy_ns(node, false);
+    }
 }
 
 /* The counts that the threads keep for one node, summed. */
@@ -242,18 +255,10 @@ static void tsum_apply(pp_node_stats_t *s, const pp__tsum_t *t, uint64_t frees)
     s->reclaim_queue_depth += t->queued >= frees ? t->queued - frees : 0;
 }
 
-int pp_node_stats(pp_pool_t *pool, unsigned node, pp_node_stats_t *out)
+/* One node's figures, in the latest version. */
+static void node_fill(pp_pool_t *pool, unsigned node, pp_node_stats_t *out)
 {
-    if (pool == NULL || out == NULL)
-        return PP_EINVAL;
-    int rc = stats_check(pool, "pp_node_stats", out->size, out->version, sizeof *out);
-    if (rc != 0)
-        return rc;
-    if (node >= pool->nnodes)
-        return PP_EINVAL;
     memset(out, 0, sizeof *out);
-    out->size = sizeof *out;
-    out->version = PP_STATS_VERSION;
     /* Reclaimer-side figures first: a free counted here was queued (and
      * put) before, so reading it first never shows more frees than puts. */
     uint64_t hist[PP__LAG_BUCKETS];
@@ -264,21 +269,12 @@ int pp_node_stats(pp_pool_t *pool, unsigned node, pp_node_stats_t *out)
         tsum_add(&ts, &t->count[node]);
     pthread_mutex_unlock(&pool->reg_lock);
     tsum_apply(out, &ts, out->frees);
-    return 0;
 }
 
-int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
+/* The pool's figures, in the latest version. */
+static void pool_fill(pp_pool_t *pool, pp_stats_t *out)
 {
-    if (pool == NULL || out == NULL)
-        return PP_EINVAL;
-    int rc = stats_check(pool, "pp_pool_stats", out->size, out->version, sizeof *out);
-    if (rc != 0)
-        return rc;
     memset(out, 0, sizeof *out);
-    out->size = sizeof *out;
-    out->version = PP_STATS_VERSION;
-    out->total.size = sizeof out->total;
-    out->total.version = PP_STATS_VERSION;
     out->nodes = pool->nnodes;
     out->topology_is_this_system = pool->thissystem;
     out->mem_limit = pool->mem_limit;
@@ -328,5 +324,42 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
                                          out->total.lag_max_ns);
     out->total.lag_p99_ns = lag_quantile(total_hist, out->total.lag_count, 0.99,
                                          out->total.lag_max_ns);
+}
+
+int pp_node_stats(pp_pool_t *pool, unsigned node, pp_node_stats_t *out)
+{
+    if (pool == NULL || out == NULL)
+        return PP_EINVAL;
+    size_t size = out->size;
+    unsigned version = out->version;
+    int rc = stats_check(pool, "pp_node_stats", size, version, sizeof *out, V1_NODE_SIZE);
+    if (rc != 0)
+        return rc;
+    if (node >= pool->nnodes)
+        return PP_EINVAL;
+    pp_node_stats_t s;
+    node_fill(pool, node, &s);
+    s.size = size;
+    s.version = version;
+    memcpy(out, &s, size);               /* version 1: its part only */
+    return 0;
+}
+
+int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
+{
+    if (pool == NULL || out == NULL)
+        return PP_EINVAL;
+    size_t size = out->size;
+    unsigned version = out->version;
+    int rc = stats_check(pool, "pp_pool_stats", size, version, sizeof *out, V1_STATS_SIZE);
+    if (rc != 0)
+        return rc;
+    pp_stats_t s;
+    pool_fill(pool, &s);
+    s.size = size;
+    s.version = version;
+    s.total.size = version == 1 ? V1_NODE_SIZE : sizeof s.total;
+    s.total.version = version;
+    memcpy(out, &s, size);               /* version 1: its part only */
     return 0;
 }

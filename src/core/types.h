@@ -238,6 +238,12 @@ typedef struct pp__node {
                                             end of their free and accounting */
         pp__swaprec_t *_Atomic *sdir;    /* [PP__SEG_MAX] records, by slot */
         pthread_mutex_t space_lock;      /* the stream's free extents */
+        /* The device's busy time per direction ([0] reads, [1] writes):
+         * requests with the device now, since when, and the time so far
+         * with at least one there (busy.c). */
+        pthread_mutex_t busy_lock;
+        uint32_t busy_n[2];
+        uint64_t busy_since[2], busy_ns[2];
         pp__extent_t *ext;               /* free extents, unordered */
         size_t next, ncap;
         uint64_t end;                    /* first byte never handed out */

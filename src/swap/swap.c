@@ -195,6 +195,12 @@ int pp__swap_open(pp_pool_t *pool, const pp_options_t *opt, pp__swapdev_t *dev)
             node->sw.sdir = NULL;
             return PP_ENOMEM;
         }
+        if (pp__busy_init(node) != 0) {
+            pthread_mutex_destroy(&node->sw.space_lock);
+            pp__alloc_free((void *)node->sw.sdir);
+            node->sw.sdir = NULL;
+            return PP_ENOMEM;
+        }
     }
     dev->direct = (opt->flags & PP_SWAP_DIRECT) != 0;
     int rc = dev->open(dev, opt->swap_dir, pool->nnodes);
@@ -234,6 +240,7 @@ void pp__swap_close(pp_pool_t *pool)
         pp__alloc_free(node->sw.ext);
         node->sw.ext = NULL;
         pthread_mutex_destroy(&node->sw.space_lock);
+        pp__busy_destroy(node);
     }
     if (pool->dev != NULL)
         pool->dev->close(pool->dev);
@@ -338,7 +345,9 @@ static int write_all(pp_pool_t *pool, pp__node_t *node, const char *buf, size_t 
 {
     size_t done = 0;
     while (done < n) {
+        pp__busy_mark(node, true, true);
         ssize_t r = pool->dev->write(pool->dev, node->index, buf + done, n - done, off + done);
+        pp__busy_mark(node, true, false);
         pp__io_count_sync(node);
         size_t next = pp__swap_progress(pool, n, n, done, r);
         if (next == done) {
@@ -360,7 +369,9 @@ static int read_all(pp_pool_t *pool, pp__node_t *node, char *buf, size_t n, size
 {
     size_t got = 0;
     while (got < need) {
+        pp__busy_mark(node, false, true);
         ssize_t r = pool->dev->read(pool->dev, node->index, buf + got, n - got, off + got);
+        pp__busy_mark(node, false, false);
         pp__io_count_sync(node);
         size_t next = pp__swap_progress(pool, n, need, got, r);
         if (next == got) {

@@ -75,6 +75,15 @@ size_t pp__swap_progress(const pp_pool_t *pool, size_t iolen, size_t need, size_
 /* Counts and reports (rate-limited) a failed request of n bytes at off. */
 void pp__swap_io_failed(pp_pool_t *pool, pp__node_t *node, bool write, size_t n, uint64_t off,
                         ssize_t r);
+/* busy.c: the device's busy time (pp_node_stats_t.swap_write_ns,
+ * swap_read_ns), the time with at least one request of a direction there.
+ * init: 0 or PP_ENOMEM.  mark: a request went to the device (start) or
+ * came back; takes the node's busy lock, on the I/O path only.  ns: that
+ * time so far, a request there now included (pools with swap only). */
+int pp__busy_init(pp__node_t *node);
+void pp__busy_destroy(pp__node_t *node);
+void pp__busy_mark(pp__node_t *node, bool write, bool start);
+uint64_t pp__busy_ns(pp__node_t *node, bool write);
 /* A blocking request was made (the thread engine's count of requests). */
 static inline void pp__io_count_sync(pp__node_t *node)
 {

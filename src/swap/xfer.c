@@ -245,6 +245,7 @@ static void xfer_queue(pp__node_t *node, pp__xjob_t *job, bool write, char *buf,
     q->covers = covers;
     q->io = (pp__ioreq_t){.buf = buf, .len = len, .off = off, .stream = node->index,
                           .write = write};
+    pp__busy_mark(node, write, true);
     pp__ring_queue(xf->ring, &q->io);
     xf->inflight++;
     pp__atomic_add_relaxed(&node->sw.io_requests, 1);
@@ -260,6 +261,7 @@ static void xfer_done(pp_pool_t *pool, pp__node_t *node, pp__xreq_t *q, ssize_t 
     pp__xfer_t *xf = node->sw.xf;
     pp__xjob_t *job = q->job;
     xf->inflight--;
+    pp__busy_mark(node, q->io.write, false);
     pp__atomic_store_relaxed(&node->sw.io_inflight, xf->inflight);
     size_t k = pp__swap_progress(pool, q->len, q->need, q->k, r);
     if (k == q->k) {
@@ -270,6 +272,7 @@ static void xfer_done(pp_pool_t *pool, pp__node_t *node, pp__xreq_t *q, ssize_t 
         q->k = k;                        /* short: the rest, as a new request */
         q->io = (pp__ioreq_t){.buf = q->buf + k, .len = q->len - k, .off = q->off + k,
                               .stream = node->index, .write = q->io.write};
+        pp__busy_mark(node, q->io.write, true);
         pp__ring_queue(xf->ring, &q->io);
         xf->inflight++;
         pp__atomic_add_relaxed(&node->sw.io_requests, 1);

@@ -144,6 +144,69 @@ Test(evict, swap_busy_time_counts_requests_in_flight, .timeout = 60)
     sw_check_delete(sw, 1);
 }
 
+/* The timeline trace of one entry's trip out and back (trace.c): its
+ * write-back, the flow from the NOWAIT pin that queued its load to the
+ * swap thread's load, the load, and the wait of a pin for that load, each
+ * with the entry's ref; the tracks they are on are named. */
+static bool has(const char *s, const char *a, const char *b)
+{
+    for (const char *p = strstr(s, a); p != NULL; p = strstr(p + 1, a)) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol != NULL ? (size_t)(eol - p) : strlen(p);
+        const char *q = strstr(p, b);
+        if (q != NULL && (size_t)(q - p) < n)
+            return true;
+    }
+    return false;
+}
+
+Test(evict, trace_of_a_write_back_and_a_queued_load, .timeout = 60)
+{
+    faultdev_t *f;
+    pp_pool_t *pool = ev_pool(SMALL_LIMIT, NULL, &f);
+    char path[512];
+    snprintf(path, sizeof path, "%s/pinpool-trace-%d.json", test_swap_parent(), (int)getpid());
+    assert_rc(pp_trace_start(pool, path, 0), 0);
+    sw_t *sw = sw_new(1);
+    pp_ref_t x = put_sw(pool, sw, 0, PAGE, 0);
+    swap_out(pool, 0, &x, 1);
+    faultdev_gate_close(f, true, false);
+    void *d = NULL;
+    assert_rc(pp_pin(pool, x, PP_PIN_NOWAIT, &d), PP_EAGAIN);   /* queued */
+    faultdev_wait_blocked(f, 1);
+    call_t c;
+    pthread_t th;
+    call_start(&c, &th, pool, f, x, CALL_PIN, 0);   /* waits for that load */
+    cr_assert(WAIT_UNTIL(STAT_TOTAL(pool, load_waits) == 1, TEST_WAIT_MS));
+    faultdev_gate_open(f);
+    pthread_join(th, NULL);
+    sig_destroy(&c.done);
+    assert_rc(c.rc, 0);
+    assert_rc(pp_unpin(pool, x), 0);
+    assert_rc(pp_trace_stop(pool), 0);
+
+    FILE *in = fopen(path, "r");
+    cr_assert_not_null(in);
+    static char s[1 << 20];
+    size_t n = fread(s, 1, sizeof s - 1, in);
+    s[n] = '\0';
+    fclose(in);
+    char ref[40];
+    snprintf(ref, sizeof ref, "0x%016" PRIx64, x);
+    cr_assert(has(s, "\"name\":\"write-back\"", ref), "no write-back of %s", ref);
+    cr_assert(has(s, "\"name\":\"load\",\"cat\":\"swap\",\"ph\":\"X\"", ref), "no load of %s", ref);
+    cr_assert(has(s, "\"ph\":\"s\"", ref), "no flow start for %s", ref);
+    cr_assert(has(s, "\"ph\":\"f\"", ref), "no flow end for %s", ref);
+    cr_assert(has(s, "\"name\":\"wait for load\"", ref), "no wait for the load of %s", ref);
+    cr_assert(has(s, "\"name\":\"load\",\"cat\":\"swap\",\"ph\":\"X\"", "\"result\":\"PP_OK\""));
+    cr_assert_not_null(strstr(s, "pinpool swap node 0"), "the swap thread's track is unnamed");
+    cr_assert_not_null(strstr(s, "user thread (tid"), "no user thread's track");
+    cr_assert_not_null(strstr(s, "\"otherData\":{\"events_dropped\":\"0\"}"));
+    unlink(path);
+    ev_finish(pool, &x, 1);
+    sw_check_delete(sw, 1);
+}
+
 Test(evict, nowait_pin_starts_load_and_never_blocks, .timeout = 60)
 {
     faultdev_t *f;

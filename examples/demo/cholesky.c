@@ -140,6 +140,7 @@ typedef struct task {
 typedef struct run {
     const demo_config_t *cfg;
     demo_progress_t *prog;
+    demo_result_t *res;
     int T;                      /* tiles per side */
     int b;
     size_t tile_bytes;
@@ -717,6 +718,13 @@ static int make_pool(run_t *r)
                 opt.io_depth, pp_strerror(rc), pp_err_name(rc));
         return -1;
     }
+    if (cfg->trace != NULL && (rc = pp_trace_start(r->pool, cfg->trace, 0)) != 0) {
+        fprintf(stderr, "pinpool-demo: pp_trace_start(%s): %s (%s)\n", cfg->trace,
+                pp_strerror(rc), pp_err_name(rc));
+        (void)pp_pool_destroy(r->pool);
+        r->pool = NULL;
+        return -1;
+    }
     pp_stats_t st = PP_STATS_INIT;
     rc = pp_pool_stats(r->pool, &st);
     r->nodes = rc == 0 && st.nodes > 0 ? st.nodes : 1;
@@ -733,7 +741,24 @@ static void destroy_pool(run_t *r)
     demo_progress_lock();
     r->prog->pool = NULL;
     demo_progress_unlock();
-    int rc = pp_pool_destroy(r->pool);
+    int rc;
+    if (r->cfg->trace != NULL) {
+        /* The pool's counts just before the trace ends and just after:
+         * the trace holds between the two of each (--result).  The drain
+         * waits for the I/O of released tiles still in flight, so that
+         * the two are the same. */
+        pp_stats_t a = PP_STATS_INIT, b = PP_STATS_INIT;
+        (void)pp_pool_drain(r->pool, -1);
+        int ok = pp_pool_stats(r->pool, &a) == 0;
+        if ((rc = pp_trace_stop(r->pool)) != 0)
+            fprintf(stderr, "pinpool-demo: pp_trace_stop: %s\n", pp_strerror(rc));
+        if (ok && pp_pool_stats(r->pool, &b) == 0)
+            snprintf(r->res->trace_counts, sizeof r->res->trace_counts,
+                     " trace_loads=%" PRIu64 "-%" PRIu64 " trace_written=%" PRIu64 "-%" PRIu64,
+                     a.total.loads, b.total.loads, a.total.evictions_written,
+                     b.total.evictions_written);
+    }
+    rc = pp_pool_destroy(r->pool);
     if (rc != 0)
         fprintf(stderr, "pinpool-demo: pp_pool_destroy: %s\n", pp_strerror(rc));
     r->pool = NULL;
@@ -810,6 +835,7 @@ int demo_run(const demo_config_t *cfg, demo_progress_t *prog, demo_result_t *res
     run_t r_, *r = &r_;
     memset(r, 0, sizeof *r);
     memset(res, 0, sizeof *res);
+    r->res = res;
     r->cfg = cfg;
     r->prog = prog;
     r->b = cfg->b;

@@ -33,6 +33,8 @@ typedef struct demo_config {
     unsigned io_depth;      /* pool mode with a limit: pp_options_t.io_depth
                                (0: the library's default) */
     int check_vector;       /* the check by a vector, not tile by tile */
+    const char *trace;      /* pool mode: the file of the pool's timeline
+                               trace (pp_trace_start), or NULL */
     const char *topology;   /* pool mode: NULL (this machine) or an hwloc
                                synthetic string / XML file; then tiles are
                                spread over its nodes round-robin */
@@ -84,6 +86,8 @@ typedef struct demo_result {
     uint64_t enomem_retries;    /* pins retried after PP_ENOMEM */
     uint64_t prefetches;        /* pp_prefetch calls */
     unsigned nodes;             /* pool mode: node domains of the pool */
+    char trace_counts[96];      /* --trace: " trace_loads=lo-hi trace_written=lo-hi"
+                                   for the --result line */
 } demo_result_t;
 
 /* Runs generate, factorize, check and release; fills *res.  Returns 0, or

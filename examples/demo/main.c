@@ -34,10 +34,12 @@
 #include <malloc.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +64,13 @@ typedef struct options {
     const char *plot;
 } options_t;
 
+extern char **environ;
+
+/* The script that draws a trace (tools/trace_plot.py of the source tree). */
+#ifndef DEMO_TRACE_PLOT
+#define DEMO_TRACE_PLOT "tools/trace_plot.py"
+#endif
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -77,6 +86,9 @@ static void usage(FILE *f)
         "                        one run, with their times and ratios\n"
         "      --rounds R        with --compare: R rounds, medians reported (default 1)\n"
         "      --plot FILE.png   draw resident and swapped bytes over time (gnuplot)\n"
+        "      --trace FILE      write the pool's timeline trace to FILE (Chrome trace\n"
+        "                        JSON: open it in ui.perfetto.dev) and draw it into\n"
+        "                        FILE.png (tools/trace_plot.py, gnuplot)\n"
         "      --swap-dir DIR    where the private swap directory is made\n"
         "                        (default: $TMPDIR, else /tmp)\n"
         "      --require-swap    fail unless the whole matrix was written to swap\n"
@@ -139,7 +151,7 @@ static int parse_options(int argc, char **argv, options_t *o)
     enum { O_NO_POOL = 256, O_NO_LIMIT, O_COMPARE, O_ROUNDS, O_PLOT, O_SWAP_DIR,
            O_REQUIRE_SWAP, O_SEED, O_LOOKAHEAD, O_NOWAIT_TRIES, O_TOPOLOGY,
            O_RETURN_MEMORY, O_RESULT, O_ORDER, O_PANEL, O_NO_HINTS, O_DIRECT, O_CHECK,
-           O_IO_ENGINE, O_IO_DEPTH };
+           O_IO_ENGINE, O_IO_DEPTH, O_TRACE };
     static const struct option longopts[] = {
         { "size", required_argument, NULL, 'n' },
         { "tile", required_argument, NULL, 'b' },
@@ -150,6 +162,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         { "compare", no_argument, NULL, O_COMPARE },
         { "rounds", required_argument, NULL, O_ROUNDS },
         { "plot", required_argument, NULL, O_PLOT },
+        { "trace", required_argument, NULL, O_TRACE },
         { "swap-dir", required_argument, NULL, O_SWAP_DIR },
         { "require-swap", no_argument, NULL, O_REQUIRE_SWAP },
         { "seed", required_argument, NULL, O_SEED },
@@ -209,6 +222,7 @@ static int parse_options(int argc, char **argv, options_t *o)
                 goto bad;
             break;
         case O_PLOT: o->plot = optarg; break;
+        case O_TRACE: o->cfg.trace = optarg; break;
         case O_SWAP_DIR: c->swap_dir = optarg; break;
         case O_REQUIRE_SWAP: o->require_swap = 1; break;
         case O_SEED:
@@ -293,6 +307,11 @@ static int finish_options(options_t *o)
     if (!c->use_pool && (o->limit_given || o->no_limit || o->compare || c->topology)) {
         fprintf(stderr, "pinpool-demo: --no-pool takes no --mem-limit, --no-limit, --compare "
                 "or --topology\n");
+        return -1;
+    }
+    if (c->trace != NULL && (!c->use_pool || o->compare)) {
+        fprintf(stderr, "pinpool-demo: --trace traces one pool: not with --no-pool or "
+                "--compare\n");
         return -1;
     }
     if (!c->use_pool && o->plot != NULL) {
@@ -671,7 +690,10 @@ static int summary(const options_t *o, const demo_config_t *c, const demo_result
  * write_busy_s and read_busy_s: the time the swap device had a write
  * (read) in flight during factorize;
  * io_engine (io_uring, threads, none, or the number) and io_depth: as the
- * pool reports them; peak_rss: the process's so far. */
+ * pool reports them; peak_rss: the process's so far.  With --trace:
+ * trace_loads and trace_written, the pool's loads and evictions written
+ * just before pp_trace_stop and just after ("lo-hi"): the trace has
+ * between lo and hi of each. */
 static void result_line(const demo_config_t *c, const demo_result_t *r, int failed)
 {
     struct rusage ru;
@@ -682,7 +704,7 @@ static void result_line(const demo_config_t *c, const demo_result_t *r, int fail
            "written=%" PRIu64 " read=%" PRIu64 " fact_written_bytes=%" PRIu64
            " fact_read_bytes=%" PRIu64 " write_mbps=%.1f read_mbps=%.1f write_busy_s=%.4f "
            "read_busy_s=%.4f io_engine=%s io_depth=%u "
-           "peak_resident=%" PRIu64 " peak_rss=%ld residual=%.3e ok=%d\n",
+           "peak_resident=%" PRIu64 " peak_rss=%ld residual=%.3e%s ok=%d\n",
            !c->use_pool ? "raw" : c->mem_limit == 0 ? "pool-nolimit" : "pool-limit",
            c->order == DEMO_ORDER_LEFT ? "left" : "right", c->use_pool && c->hints, c->direct,
            c->n, c->b,
@@ -691,7 +713,8 @@ static void result_line(const demo_config_t *c, const demo_result_t *r, int fail
            mbps(r->fact_read, r->t_factorize), (double)r->fact_write_ns / 1e9,
            (double)r->fact_read_ns / 1e9,
            swap ? engine_name(r->stats.io_engine, 0, b1) : "none", swap ? r->stats.io_depth : 0u,
-           c->use_pool ? r->stats.resident_peak : 0, rss * 1024L, r->residual, failed == 0);
+           c->use_pool ? r->stats.resident_peak : 0, rss * 1024L, r->residual,
+           r->trace_counts, failed == 0);
 }
 
 static void header(const demo_config_t *c, int tiles, uint64_t matrix, uint64_t tile)
@@ -736,6 +759,27 @@ static double median(double *v, int n)
 /* ---------------------------------------------------------------------------
  * main
  * ------------------------------------------------------------------------- */
+
+/* Draws the trace into TRACE.png with tools/trace_plot.py, and says where
+ * both are. */
+static void trace_picture(const char *trace)
+{
+    size_t len = strlen(trace) + 5;
+    char *png = malloc(len);
+    pid_t pid;
+    int st = -1;
+    if (png == NULL)
+        return;
+    snprintf(png, len, "%s.png", trace);
+    char *argv[] = {"python3", DEMO_TRACE_PLOT, (char *)trace, png, NULL};
+    if (posix_spawnp(&pid, "python3", NULL, NULL, argv, environ) == 0 &&
+        waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        printf("  trace: %s (ui.perfetto.dev opens it), picture %s\n", trace, png);
+    else
+        printf("  trace: %s (ui.perfetto.dev opens it); no picture: python3 %s failed\n", trace,
+               DEMO_TRACE_PLOT);
+    free(png);
+}
 
 int main(int argc, char **argv)
 {
@@ -870,6 +914,8 @@ int main(int argc, char **argv)
         if (plot(o.plot, plot_samples, plot_n, (double)base.mem_limit, title) != 0)
             failed++;
     }
+    if (o.cfg.trace != NULL)
+        trace_picture(o.cfg.trace);
     free(plot_samples);
     free(res);
     if (failed) {

@@ -20,9 +20,13 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags,
 
 /* env.c -- *eff gets opt, with the options it left at their default taken
  * from PINPOOL_MEMORY_LIMIT, PINPOOL_SWAP_DIR and PINPOOL_SWAP_DIRECT
- * (docs/api.md, "Environment").  0, or PP_EINVAL with a report line for a
- * value that cannot be read.  PINPOOL_VERBOSE=1 reports each value taken. */
-int pp__env_options(const pp_options_t *opt, pp_options_t *eff);
+ * (docs/api.md, "Environment"); *trace gets PINPOOL_TRACE, or NULL.  0,
+ * or PP_EINVAL with a report line for a value that cannot be read.
+ * PINPOOL_VERBOSE=1 reports each value taken. */
+int pp__env_options(const pp_options_t *opt, pp_options_t *eff, const char **trace);
+
+/* trace.c -- the timeline trace: pp_trace_start and pp_trace_stop of
+ * pinpool.h, and their writer thread. */
 
 /* pool.c */
 /* pp_pool_create with the given swap device instead of the file device

@@ -3,6 +3,7 @@
  *
  * pp_pool_create reads PINPOOL_MEMORY_LIMIT, PINPOOL_SWAP_DIR and
  * PINPOOL_SWAP_DIRECT for the options its caller left at their default,
+ * and PINPOOL_TRACE, a file for the timeline trace (trace.c),
  * as mimalloc reads MIMALLOC_*: a program can be run out of core without
  * a rebuild.  What the caller set always wins.  A value that cannot be
  * read is an error of pp_pool_create (PP_EINVAL, and a report line that
@@ -85,9 +86,10 @@ static const char *env(const char *var)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-int pp__env_options(const pp_options_t *opt, pp_options_t *eff)
+int pp__env_options(const pp_options_t *opt, pp_options_t *eff, const char **trace)
 {
     *eff = *opt;
+    *trace = NULL;
     bool verbose = false;
     const char *v = env("PINPOOL_VERBOSE");
     if (v != NULL && !parse_switch(v, &verbose))
@@ -126,6 +128,15 @@ int pp__env_options(const pp_options_t *opt, pp_options_t *eff)
         if (verbose && eff->swap_dir != NULL) {   /* without swap: no files */
             snprintf(line, sizeof line, "pinpool: PINPOOL_SWAP_DIRECT=%s: swap files %s", v,
                      direct ? "opened O_DIRECT" : "through the page cache");
+            say(opt, line);
+        }
+    }
+    v = env("PINPOOL_TRACE");
+    if (v != NULL) {
+        *trace = v;
+        if (verbose) {
+            snprintf(line, sizeof line, "pinpool: PINPOOL_TRACE=%s: timeline trace written there",
+                     v);
             say(opt, line);
         }
     }

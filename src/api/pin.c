@@ -100,8 +100,8 @@ static inline int pin_any(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
 /* The slow path of a pin, get or pin_many (see internal.h): waits for a
  * load in flight, or loads the entry itself (load.c), or pins an entry that
  * became resident; a write pin waits for an eviction's write-out. */
-int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, bool pin,
-                 void **data)
+static int pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, bool pin,
+                    void **data, uint64_t *waited_at)
 {
     unsigned n = pp_ref_node(ref);
     pp__node_t *node = pool->nodes[n];
@@ -146,6 +146,7 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
                 return PP_EAGAIN;
             if (!waited) {
                 pp__atomic_add_relaxed(&node->sw.load_waits, 1);
+                *waited_at = pp__tevent_start(pool);
                 waited = true;
             }
             ck_ec32_wait(&node->sw.io_done, &pp__wait_ec_mode, seen, NULL);
@@ -165,6 +166,17 @@ int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, 
         /* Loaded for a get: go round to see it resident (it may already
          * have been evicted again, then we load again). */
     }
+}
+
+int pp__pin_slow(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref, unsigned flags, bool pin,
+                 void **data)
+{
+    uint64_t waited_at = 0;
+    int rc = pin_slow(pool, e, ref, flags, pin, data, &waited_at);
+    if (waited_at != 0)                  /* a wait for another's load, traced */
+        pp__tevent_span(pool, pp__thread_get(pool), PP__TEV_LOAD_WAIT, waited_at, ref, 0,
+                        pp_ref_node(ref), 0, rc);
+    return rc;
 }
 
 /* Every pin that the fast path below does not finish: the full checks,

@@ -53,8 +53,10 @@ static void pool_free(pp_pool_t *pool)
         pp__topology_node_free(pool, node, sizeof *node);
         pool->nodes[n] = NULL;
     }
+    pp__tevent_free_all(pool);
     pp__thread_free_all(pool);
     pp__track_free(pool);
+    pthread_mutex_destroy(&pool->trace_lock);
     sem_destroy(&pool->started);
     pp__topology_free(pool);
     pp__alloc_free(pool);
@@ -64,16 +66,20 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 {
     static const pp_options_t defaults = PP_OPTIONS_INIT;
     pp_options_t eff;                    /* opt, and the environment's options */
-    int rc = pp__env_options(opt != NULL ? opt : &defaults, &eff);
+    const char *trace;                   /* PINPOOL_TRACE */
+    int rc = pp__env_options(opt != NULL ? opt : &defaults, &eff, &trace);
     if (rc != 0)
         return rc;
-    if (eff.swap_dir != NULL) {
-        pp__swapdev_t *dev = pp__swapdev_file_new();
-        if (dev == NULL)
-            return PP_ENOMEM;
-        return pp__pool_create_dev(&eff, dev, out);
+    pp__swapdev_t *dev = NULL;
+    if (eff.swap_dir != NULL && (dev = pp__swapdev_file_new()) == NULL)
+        return PP_ENOMEM;
+    rc = pp__pool_create_dev(&eff, dev, out);
+    if (rc == 0 && trace != NULL && (rc = pp_trace_start(*out, trace, 0)) != 0) {
+        /* Reported by pp_trace_start; the pool is not made. */
+        (void)pp_pool_destroy(*out);
+        *out = NULL;
     }
-    return pp__pool_create_dev(&eff, NULL, out);
+    return rc;
 }
 
 int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t **out)
@@ -121,7 +127,15 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
         pp__alloc_free(pool);
         return PP_ENOMEM;
     }
+    if (pthread_mutex_init(&pool->trace_lock, NULL) != 0) {
+        pthread_mutex_destroy(&pool->track_lock);
+        if (dev != NULL)
+            dev->close(dev);
+        pp__alloc_free(pool);
+        return PP_ENOMEM;
+    }
     if (pp__epoch_init(pool) != 0) {
+        pthread_mutex_destroy(&pool->trace_lock);
         pthread_mutex_destroy(&pool->track_lock);
         if (dev != NULL)
             dev->close(dev);
@@ -130,6 +144,7 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     }
     if (sem_init(&pool->started, 0, 0) != 0) {
         pp__thread_free_all(pool);
+        pthread_mutex_destroy(&pool->trace_lock);
         pthread_mutex_destroy(&pool->track_lock);
         if (dev != NULL)
             dev->close(dev);
@@ -216,6 +231,8 @@ int pp_pool_destroy(pp_pool_t *pool)
                    scan.pinned, scan.pinned == 1 ? "y is" : "ies are");
         return PP_EBUSY;
     }
+    if (pool->trace != NULL)
+        (void)pp_trace_stop(pool);       /* a failure is reported there */
 
     pp__thread_registry_remove(pool);     /* exiting threads no longer touch it */
     pp__thread_tls_forget(pool);          /* nor does this one */

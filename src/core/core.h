@@ -18,6 +18,58 @@
 void pp__report(pp_pool_t *pool, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* tevent.c -- the events of the timeline trace (api/trace.c writes them):
+ * what each thread did that took time, recorded on slow paths only (I/O,
+ * waits, reclaim rounds), never on a pin or unpin that finds its entry
+ * resident.  Each thread appends to a buffer of its own under the
+ * buffer's lock, which only the trace's writer takes besides; a full
+ * buffer drops the event and counts it. */
+enum pp__tev_kind {
+    PP__TEV_LOAD,                        /* a load from swap: t0 its claim */
+    PP__TEV_WRITE,                       /* an eviction's write-out */
+    PP__TEV_RECLAIM,                     /* a reclaimer's round of frees */
+    PP__TEV_LOAD_WAIT,                   /* a pin waiting for another's load */
+    PP__TEV_ROOM_WAIT,                   /* a put or load waiting for room */
+    PP__TEV_QUEUE,                       /* a load queued for the swap thread
+                                            (an instant: the start of a flow) */
+};
+typedef struct pp__tev {
+    uint64_t t0, t1;                     /* CLOCK_MONOTONIC ns */
+    uint64_t ref;                        /* the entry, or 0 */
+    uint64_t bytes;                      /* the entry's, or a round's */
+    uint32_t count;                      /* a round's entries */
+    int32_t tid;                         /* set by pp__tevent_add */
+    int32_t rc;                          /* 0, or how it failed */
+    uint16_t kind, node;
+    uint16_t lane;                       /* 0: the thread; k + 1: job k of
+                                            the node's io_uring engine */
+} pp__tev_t;
+/* Whether events are recorded now: one relaxed load, for slow paths. */
+static inline bool pp__tevent_on(pp_pool_t *pool)
+{
+    return PP__UNLIKELY(pp__atomic_load_relaxed(&pool->trace_on) != 0);
+}
+/* The start of a span: the time now if tracing, else 0 (no event). */
+static inline uint64_t pp__tevent_start(pp_pool_t *pool)
+{
+    return pp__tevent_on(pool) ? pp__wait_now_ns() : 0;
+}
+/* Appends ev to t's buffer (made at t's first event), its tid set. */
+void pp__tevent_add(pp_pool_t *pool, pp__thread_t *t, pp__tev_t *ev);
+/* A span that began at t0 (pp__tevent_start; 0: none) and ends now. */
+void pp__tevent_span(pp_pool_t *pool, pp__thread_t *t, unsigned kind, uint64_t t0,
+                     pp_ref_t ref, uint64_t bytes, unsigned node, unsigned lane, int rc);
+/* The writer's side: takes every event of b into *out (n of them; the
+ * array is the writer's until its next take) and the drops since the
+ * last take.  Buffers are never removed from pool->tbufs before destroy. */
+typedef struct pp__tbuf pp__tbuf_t;
+pp__tev_t *pp__tevent_take(pp__tbuf_t *b, uint32_t *n, uint64_t *dropped);
+/* What made the buffer: 0 a user thread, 1 a swap thread, 2 a reclaimer;
+ * and its node (pool threads). */
+void pp__tevent_role(const pp__tbuf_t *b, unsigned *role, unsigned *node);
+pp__tbuf_t *pp__tevent_next(const pp__tbuf_t *b);
+void pp__tevent_free_all(pp_pool_t *pool);
+
 /* topology.c -- pre: pool zeroed; post: nnodes >= 1, cpusets filled. */
 int pp__topology_load(pp_pool_t *pool, const char *spec);
 void pp__topology_free(pp_pool_t *pool);

@@ -99,6 +99,9 @@ typedef struct pp__thread {
     _Atomic int tid;                     /* OS thread id of the current user */
     bool in_use;                         /* under reg_lock */
     bool is_reclaimer;
+    struct pp__tbuf *tbuf;               /* its trace events (tevent.c), made
+                                            at its first event; kept with the
+                                            record until destroy */
     /* Owner-thread only: */
     bool qsbr;                           /* pp_quiescent was called */
     bool in_section;                     /* inside a ck_epoch section */
@@ -269,6 +272,7 @@ typedef struct pp__node {
         /* The engine's counts (pinpool.h, pp_node_stats_t.io_*): */
         _Atomic uint64_t io_requests, io_submits, io_inflight, io_inflight_peak;
         _Atomic uint64_t io_load_bytes, io_load_bytes_peak, io_load_recycled;
+        _Atomic uint64_t io_write_bytes; /* the engine's write-outs in flight */
         pthread_t io_thread;
         bool io_started;
     } __attribute__((aligned(PP__PAD))) sw;
@@ -361,6 +365,14 @@ struct pp_pool {
     pthread_mutex_t track_lock;
     pp__pinrec_t *track_recs;
     size_t track_n, track_cap;
+
+    /* The timeline trace: recorded by tevent.c, written by trace.c. */
+    _Atomic int trace_on;                /* events are recorded */
+    struct pp__tbuf *_Atomic tbufs;      /* every thread's events, newest first */
+    _Atomic uint64_t trace_lost;         /* events of threads whose buffer
+                                            could not be made */
+    struct pp__trace *trace;             /* the running trace (trace.c) */
+    pthread_mutex_t trace_lock;          /* start, stop */
 
     sem_t started;                       /* reclaimers up */
     struct pp_pool *next_live;           /* global registry, thread.c */

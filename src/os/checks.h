@@ -141,6 +141,8 @@ enum pp__test_point {
                              nothing in flight or held (arg: its node) */
     PP__TP_PASS,          /* swapper.c, a swap thread about to run a pass:
                              nothing of it read yet (arg: its node) */
+    PP__TP_TRACE_ROUND,   /* trace.c, the trace's writer before a round:
+                             nothing taken yet (arg: the pool) */
     PP__TP_HAND_WRAP,     /* evict.c, a pass's hand back at slot 0, before it
                              counts the slots of its new turn (arg: the node;
                              node->sw.hand is where the last turn ended) */

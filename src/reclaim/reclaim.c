@@ -324,6 +324,8 @@ static void reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 static void run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
                       pp__rstate_t *rs)
 {
+    uint64_t t0 = pp__tevent_start(pool);
+    uint64_t frees0 = t0 != 0 ? pp__atomic_load_relaxed(&node->rc.frees) : 0;
     ck_stack_entry_t *s = ready->head;
     ready->head = NULL;
     while (s != NULL) {
@@ -359,6 +361,14 @@ static void run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
         b = bnext;
     }
     freed_flush(pool, node);
+    if (t0 != 0) {
+        uint64_t freed = pp__atomic_load_relaxed(&node->rc.frees) - frees0;
+        if (freed != 0 && pp__tevent_on(pool)) {
+            pp__tev_t ev = {.t0 = t0, .t1 = pp__wait_now_ns(), .count = (uint32_t)freed,
+                            .kind = PP__TEV_RECLAIM, .node = (uint16_t)node->index};
+            pp__tevent_add(pool, node->rc.rt, &ev);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -479,6 +489,7 @@ static void *reclaimer_main(void *arg)
         rs.free = &rs.all[i];
     }
     pp__atomic_store_relaxed(&node->rc.tid, (int)gettid());
+    pp__atomic_store_relaxed(&node->rc.rt->tid, (int)gettid());   /* the trace's track */
     /* One CPU of the node: bound to the whole node, the reclaimer was
      * pulled by the kernel onto the CPU of the thread that woke it, and
      * waited there behind that busy thread for a time slice (reclaim lag of

@@ -174,7 +174,13 @@ static uint64_t evict_one(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e,
             return 0;
         return pp__ioend_evict(pool, node, e, slot, claimed, write, rc, t, pp__xfer_keep);
     }
+    uint64_t t0 = write ? pp__tevent_start(pool) : 0;
     int rc = write ? pp__swap_save(pool, node, e, claimed) : 0;
+    /* Before the commit, as every span of an I/O; the claim keeps the
+     * slot until then. */
+    pp__tevent_span(pool, t, PP__TEV_WRITE, t0,
+                    pp__ref_make(node->index, slot, pp__word_gen(claimed)), pp__cold(e)->size,
+                    node->index, 0, rc);
     return pp__ioend_evict(pool, node, e, slot, claimed, write, rc, t, pp__xfer_keep);
 }
 

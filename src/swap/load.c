@@ -24,6 +24,9 @@ static int load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_m
                (PP__F_LIVE | PP__F_LOADING | PP__F_SWAPPED));
     pp__node_t *node = pool->nodes[n];
     size_t size = pp__cold(e)->size;
+    uint64_t t0 = pp__tevent_start(pool);
+    pp_ref_t ref = t0 == 0 ? 0 : pp__ref_make(n, pp__cold(e)->slot,
+                                              pp__word_gen(pp__atomic_load_relaxed(&e->pw)));
     int rc = evictor != NULL ? pp__evict_room(pool, evictor, size) : pp__room_reserve(pool, size);
     void *mem = NULL;
     if (rc == 0) {
@@ -31,6 +34,8 @@ static int load_run(pp_pool_t *pool, unsigned n, pp__entry_t *e, enum pp__load_m
         if (rc != 0)
             pp__mem_unreserve(pool, size);
     }
+    /* Before the commit: whoever waits for this load sees its span. */
+    pp__tevent_span(pool, t, PP__TEV_LOAD, t0, ref, size, n, 0, rc);
     return pp__ioend_load(pool, n, e, mode, flags, rc, mem, t, data);
 }
 
@@ -48,6 +53,14 @@ static int load_queue(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref)
     }
     PP__YIELD(LOAD);
     pp__node_t *node = pool->nodes[pp_ref_node(ref)];
+    pp__thread_t *t = pp__tevent_on(pool) ? pp__thread_get(pool) : NULL;
+    if (t != NULL) {
+        /* Before the push: the flow starts before the load can. */
+        uint64_t now = pp__wait_now_ns();
+        pp__tev_t ev = {.t0 = now, .t1 = now, .ref = ref, .kind = PP__TEV_QUEUE,
+                        .node = (uint16_t)node->index};
+        pp__tevent_add(pool, t, &ev);
+    }
     /* The push's CAS hands the claimed entry to the swap thread. */
     ck_stack_push_upmc(&node->sw.load_q, &pp__cold(e)->q.link);
     ck_ec32_inc(&node->sw.io_wake, &pp__wait_ec_mode);

@@ -107,6 +107,7 @@ static int room_wait(pp_pool_t *pool, size_t size)
 {
     int rc = PP_ENOMEM;
     uint64_t progress = UINT64_MAX;      /* at the last round of stuck passes */
+    uint64_t t0 = pp__tevent_start(pool);
     pp__atomic_add_relaxed(&pool->room_waits, 1);
     pp__atomic_add_relaxed(&pool->room_want, size);
     for (;;) {
@@ -167,6 +168,8 @@ out:
     pp__atomic_sub_relaxed(&pool->room_want, size);
     if (rc != 0)
         pp__atomic_add_relaxed(&pool->room_enomem, 1);
+    if (t0 != 0)
+        pp__tevent_span(pool, pp__thread_get(pool), PP__TEV_ROOM_WAIT, t0, 0, size, 0, 0, rc);
     return rc;
 }
 

@@ -44,6 +44,7 @@ static void *swap_main(void *arg)
     pp__node_t *node = arg;
     pp_pool_t *pool = node->pool;
     uint64_t served = 0;
+    pp__atomic_store_relaxed(&node->sw.st->tid, (int)gettid());   /* the trace's track */
     (void)pp__topology_bind(pool, node->index, false);
     for (;;) {
         uint32_t seen = ck_ec32_value(&node->sw.io_wake);

@@ -87,6 +87,7 @@ struct pp__xjob {
     size_t next;                         /* a load's bytes asked so far */
     unsigned parts;                      /* its requests in flight */
     int rc;                              /* the first failure */
+    uint64_t t0;                         /* its start, when tracing */
     char *bounce;                        /* direct I/O copy of unaligned memory, kept */
     pp__xjob_t *next_free;
 };
@@ -371,9 +372,14 @@ static void xfer_write_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job)
         }
     }
     pp__swap_save_end(pool, node, &job->w, job->rc);
+    /* Before the commit, as every span of an I/O. */
+    pp__tevent_span(pool, node->sw.st, PP__TEV_WRITE, job->t0,
+                    pp__ref_make(node->index, job->slot, pp__word_gen(job->claimed)), job->size,
+                    node->index, (unsigned)(job - xf->jobs) + 1u, job->rc);
     uint64_t got = pp__ioend_evict(pool, node, job->e, job->slot, job->claimed, true, job->rc,
                                    node->sw.st, pp__xfer_keep);
     pp__atomic_sub_relaxed(&pool->evict_inflight, job->size);
+    pp__atomic_sub_relaxed(&node->sw.io_write_bytes, job->size);
     xf->freed += got;
     xf->writes--;
     xfer_job_free(xf, job);
@@ -395,8 +401,10 @@ int pp__xfer_write(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, uint32_t s
     job->slot = slot;
     job->claimed = claimed;
     job->size = pp__cold(e)->size;
+    job->t0 = pp__tevent_start(pool);
     xf->writes++;
     pp__atomic_add_relaxed(&pool->evict_inflight, job->size);
+    pp__atomic_add_relaxed(&node->sw.io_write_bytes, job->size);
     xfer_write_step(pool, node, job);
     return 0;
 }
@@ -411,6 +419,14 @@ static void xfer_load_bytes(pp__node_t *node, pp__xfer_t *xf, int64_t delta)
     pp__atomic_store_relaxed(&node->sw.io_load_bytes, xf->load_bytes);
     if (xf->load_bytes > pp__atomic_load_relaxed(&node->sw.io_load_bytes_peak))
         pp__atomic_store_relaxed(&node->sw.io_load_bytes_peak, xf->load_bytes);
+}
+
+/* The ref of e, a loading entry of node (its generation cannot change
+ * while it is LOADING): for the trace. */
+static pp_ref_t load_ref(pp__node_t *node, pp__entry_t *e)
+{
+    return pp__ref_make(node->index, pp__cold(e)->slot,
+                        pp__word_gen(pp__atomic_load_relaxed(&e->pw)));
 }
 
 /* Hands a load's next requests to the ring (all there is room for), or
@@ -441,7 +457,12 @@ static void xfer_load_step(pp_pool_t *pool, pp__node_t *node, pp__xjob_t *job)
         pp__mem_unreserve(pool, job->size);
     xfer_load_bytes(node, xf, -(int64_t)job->size);
     pp__entry_t *e = job->e;
+    uint64_t t0 = job->t0;
+    size_t size = job->size;
+    unsigned lane = (unsigned)(job - xf->jobs) + 1u;
+    pp_ref_t ref = t0 == 0 ? 0 : load_ref(node, e);
     xfer_job_free(xf, job);
+    pp__tevent_span(pool, node->sw.st, PP__TEV_LOAD, t0, ref, size, node->index, lane, rc);
     (void)pp__ioend_load_only(pool, node->index, e, rc, data, node->sw.st);
 }
 
@@ -518,8 +539,11 @@ static void xfer_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__roo
 {
     pp__xfer_t *xf = node->sw.xf;
     size_t size = pp__cold(e)->size;
+    uint64_t t0 = pp__tevent_start(pool);
     int rc = room(pool, node, size);
     if (rc != 0) {
+        pp__tevent_span(pool, node->sw.st, PP__TEV_LOAD, t0, t0 == 0 ? 0 : load_ref(node, e),
+                        size, node->index, 0, rc);
         (void)pp__ioend_load_only(pool, node->index, e, rc, NULL, node->sw.st);
         return;
     }
@@ -531,11 +555,14 @@ static void xfer_load(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e, pp__roo
     if (rc != 0) {
         xfer_job_free(xf, job);
         pp__mem_unreserve(pool, size);
+        pp__tevent_span(pool, node->sw.st, PP__TEV_LOAD, t0, t0 == 0 ? 0 : load_ref(node, e),
+                        size, node->index, 0, rc);
         (void)pp__ioend_load_only(pool, node->index, e, rc, NULL, node->sw.st);
         return;
     }
     job->e = e;
     job->size = size;
+    job->t0 = t0;
     xfer_load_bytes(node, xf, (int64_t)size);
     xfer_load_step(pool, node, job);
 }

@@ -366,31 +366,25 @@ PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
 /* Timeline trace (docs/api.md, section "Timeline trace")                     */
 /* ------------------------------------------------------------------------ */
 
-/* Starts writing what the pool does over time to the file at path, in the
- * Chrome Trace Event JSON format that the Perfetto UI (ui.perfetto.dev)
- * and chrome://tracing open: spans (X events, microseconds) of every load,
- * write-back, reclaimer round, wait of a pin for another thread's load and
- * wait of a put or load for room, each on the track of the thread that
- * ran it (the io_uring engine's overlapping I/O on a track per engine
- * job); a flow from each load queued for a swap thread to that load; and
- * counters per node sampled every 10 ms: resident and backlog MB, MB of
- * loads and write-outs in flight, swap read and write MB/s.  Pins that
- * find their entry resident are not traced: they pay nothing for it.
- * Threads record into buffers of their own; a writer thread of the pool
- * formats and writes them.  An event that finds its thread's buffer full
- * (over 2048 events in 10 ms) is dropped; the file ends with the count
- * ("otherData": {"events_dropped": "N"}) and pp_trace_stop reports it.
- * The environment variable PINPOOL_TRACE=path does the same from
- * pp_pool_create to pp_pool_destroy.  flags: 0.  Errors: PP_EINVAL (NULL
- * or empty path, flags not 0), PP_EINUSE (a trace is running on this
- * pool: reported), PP_EIO (the file cannot be made: reported), PP_ENOMEM. */
+/* Writes what the pool does over time to the file at path, as Chrome
+ * Trace Event JSON (ui.perfetto.dev and chrome://tracing open it): spans
+ * of loads, write-backs, reclaimer rounds and waits for a load or for
+ * room, on the track of the thread that ran them; flows from each queued
+ * load to its load; per-node counters every 10 ms (resident, backlog, I/O
+ * in flight, swap MB/s).  A pin that finds its entry resident records
+ * nothing.  A writer thread of the pool formats the events that threads
+ * record into buffers of their own; a thread that records over 2048 in
+ * 10 ms loses the rest, and the file and a report line count them.
+ * PINPOOL_TRACE=path traces from pp_pool_create to pp_pool_destroy.
+ * flags: 0.  Errors: PP_EINVAL (NULL or empty path, flags not 0),
+ * PP_EINUSE (a trace runs already: reported), PP_EIO (the file cannot be
+ * made: reported), PP_ENOMEM. */
 PP_API int pp_trace_start(pp_pool_t *pool, const char *path, unsigned flags);
 
-/* Ends the trace: takes the last events, closes the file and leaves it a
- * complete JSON document.  Waits for the writer's round in progress, at
- * most one.  pp_pool_destroy ends a trace still running.  Errors:
- * PP_EINVAL (no trace is running), PP_EIO (a write failed: reported; the
- * file is incomplete). */
+/* Ends the trace and leaves the file a complete JSON document.  Waits for
+ * the writer's round in progress.  pp_pool_destroy ends one still
+ * running.  Errors: PP_EINVAL (none runs), PP_EIO (a write failed:
+ * reported; the file is incomplete). */
 PP_API int pp_trace_stop(pp_pool_t *pool);
 
 /* ------------------------------------------------------------------------ */

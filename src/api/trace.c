@@ -135,8 +135,8 @@ static void write_event(pp__trace_t *tr, const pp__tev_t *ev, unsigned role, uns
     fputs(",\"dur\":", f);
     put_us(f, ev->t1 - ev->t0);
     if (ev->kind == PP__TEV_RECLAIM)
-        fprintf(f, ",\"args\":{\"node\":%u,\"entries\":%" PRIu32 ",\"bytes\":%" PRIu64 "}},\n",
-                ev->node, ev->count, ev->bytes);
+        fprintf(f, ",\"args\":{\"node\":%u,\"entries\":%" PRIu32 "}},\n", ev->node,
+                ev->count);
     else
         fprintf(f, ",\"args\":{\"ref\":\"0x%016" PRIx64 "\",\"node\":%u,\"bytes\":%" PRIu64
                 ",\"result\":\"%s\"}},\n", ev->ref, ev->node, ev->bytes, pp_err_name(ev->rc));

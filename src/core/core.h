@@ -27,7 +27,7 @@ void pp__report(pp_pool_t *pool, const char *fmt, ...)
 enum pp__tev_kind {
     PP__TEV_LOAD,                        /* a load from swap: t0 its claim */
     PP__TEV_WRITE,                       /* an eviction's write-out */
-    PP__TEV_RECLAIM,                     /* a reclaimer's round of frees */
+    PP__TEV_RECLAIM,                     /* a reclaimer's frees (count) */
     PP__TEV_LOAD_WAIT,                   /* a pin waiting for another's load */
     PP__TEV_ROOM_WAIT,                   /* a put or load waiting for room */
     PP__TEV_QUEUE,                       /* a load queued for the swap thread

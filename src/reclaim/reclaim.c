@@ -247,6 +247,7 @@ static void count_free(pp__node_t *node, uint64_t n)
 
 typedef struct freed_tls {
     uint64_t n, resident, charge;
+    uint64_t t0;                         /* tracing: when these frees began */
 } pp__freed_t;
 
 static __thread pp__freed_t freed_tls;
@@ -259,6 +260,17 @@ static void freed_flush(pp_pool_t *pool, pp__node_t *node)
     if (f->resident != 0)
         pp__atomic_sub_relaxed(&node->put.resident_bytes, f->resident);
     pp__backlog_sub(pool, node, f->charge);   /* may wake waiting puts */
+    if (f->t0 != 0) {
+        /* The trace's span of these frees, recorded before they are
+         * counted: a drain that sees them finds it recorded. */
+        uint64_t now = pp__wait_now_ns();
+        if (pp__tevent_on(pool)) {
+            pp__tev_t ev = {.t0 = f->t0, .t1 = now, .count = (uint32_t)f->n,
+                            .kind = PP__TEV_RECLAIM, .node = (uint16_t)node->index};
+            pp__tevent_add(pool, node->rc.rt, &ev);
+        }
+        f->t0 = now;
+    }
     count_free(node, f->n);
     f->n = f->resident = f->charge = 0;
 }
@@ -324,8 +336,7 @@ static void reclaim_entry(pp_pool_t *pool, pp__node_t *node, pp__entry_t *e)
 static void run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
                       pp__rstate_t *rs)
 {
-    uint64_t t0 = pp__tevent_start(pool);
-    uint64_t frees0 = t0 != 0 ? pp__atomic_load_relaxed(&node->rc.frees) : 0;
+    freed_tls.t0 = pp__tevent_start(pool);
     ck_stack_entry_t *s = ready->head;
     ready->head = NULL;
     while (s != NULL) {
@@ -361,14 +372,7 @@ static void run_ready(pp_pool_t *pool, pp__node_t *node, ck_stack_t *ready,
         b = bnext;
     }
     freed_flush(pool, node);
-    if (t0 != 0) {
-        uint64_t freed = pp__atomic_load_relaxed(&node->rc.frees) - frees0;
-        if (freed != 0 && pp__tevent_on(pool)) {
-            pp__tev_t ev = {.t0 = t0, .t1 = pp__wait_now_ns(), .count = (uint32_t)freed,
-                            .kind = PP__TEV_RECLAIM, .node = (uint16_t)node->index};
-            pp__tevent_add(pool, node->rc.rt, &ev);
-        }
-    }
+    freed_tls.t0 = 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -7,8 +7,9 @@
  * outstanding pins are reported with ref and call site -- as PostgreSQL
  * reports buffer refcount leaks at transaction end.
  *
- * This is a debugging mode: it takes a lock and may allocate on every pin
- * and unpin.  Without it, pin and unpin never come here.
+ * This is a debugging mode: it takes a lock, reads the clock and may
+ * allocate on every pin and unpin.  Without it, pin and unpin never come
+ * here.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -21,12 +22,14 @@ struct pp__pinrec {
     int tid;                  /* its OS thread id at the time */
     const char *file;         /* NULL if pinned through pp_pin() itself */
     int line;
+    uint64_t since;           /* when the pin was taken, CLOCK_MONOTONIC ns */
 };
 
 int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
                   const char *file, int line)
 {
     int rc = 0;
+    uint64_t now = pp__wait_now_ns();
     pthread_mutex_lock(&pool->track_lock);
     if (pool->track_n == pool->track_cap) {
         size_t cap = pool->track_cap ? pool->track_cap * 2 : 64;
@@ -40,7 +43,7 @@ int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
     }
     pool->track_recs[pool->track_n++] = (pp__pinrec_t){
         .ref = ref, .t = t, .tid = pp__atomic_load_relaxed(&t->tid),
-        .file = file, .line = line,
+        .file = file, .line = line, .since = now,
     };
 out:
     pthread_mutex_unlock(&pool->track_lock);

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -124,6 +125,19 @@ typedef struct pp_options {
 /* Pool flags (pp_options_t.flags).  The swap flags are in section Swap. */
 #define PP_TRACK_PINS 0x1u   /* remember thread and call site of each pin;
                                 also enabled by env PINPOOL_TRACK_PINS=1 */
+
+/* Who pins what, under PP_TRACK_PINS.  Writes to out a first line
+ * "pinpool: N pins on M entries", then a line per pin, oldest first:
+ *   pin ref 0x<16 hex> node N slot S gen G tid T age A ms at FILE:LINE
+ * A pin taken by the function pp_pin() ends in "at (pp_pin without call
+ * site)".  If M > 0, "longest held, oldest pin first:" follows, with the
+ * 10 entries whose oldest pin is oldest: "held ref ... gen G pins P age A
+ * ms".  Then "and K more entries" if M > 10.  A is in ms, three decimals.
+ * Writes after copying the records, without their lock, then flushes.
+ * Errors: PP_EINVAL (NULL argument), PP_ENOTSUP (tracking is off: nothing
+ * written), PP_ENOMEM, PP_EIO (out's error flag is set after the writes).
+ * Format and sample: docs/api.md, "pp_pins_dump". */
+PP_API int pp_pins_dump(pp_pool_t *pool, FILE *out);
 
 #define PP_MAX_NODES   64u          /* node domains per pool */
 

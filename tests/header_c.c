@@ -13,11 +13,14 @@ int main(void)
     pp_node_stats_t node = PP_NODE_STATS_INIT;
     int (*pin)(pp_pool_t *, pp_ref_t, unsigned, void **, const char *, int) =
         pp_pin_loc;
+    int (*dump)(pp_pool_t *, FILE *) = pp_pins_dump;   /* FILE: pinpool.h */
 
     (void)opt;
     (void)type;
     (void)info;
     (void)pin;
+    if (dump(NULL, stdout) != PP_EINVAL)
+        return 1;
     if (pp_ref_node(ref) != 3 || pp_ref_slot(ref) != 5 || pp_ref_gen(ref) != 7)
         return 1;
     if (stats.size != sizeof stats || stats.version != PP_STATS_VERSION ||

@@ -1,5 +1,7 @@
-/* test_track.c -- pin-leak tracking and reports (src/core/track.c). */
+/* test_track.c -- pin-leak tracking and reports, and pp_pins_dump
+ * (src/core/track.c). */
 #include "helpers.h"
+#include "testing/testhooks.h" /* pp__alloc_fail_after */
 
 static pp_pool_t *tracked_pool(report_cap_t *rep, unsigned flags)
 {
@@ -326,6 +328,391 @@ Test(track, tracked_pins_balanced_under_threads, .timeout = 60)
     char *dump = report_dump(&rep);
     cr_assert_eq(report_cap_count(&rep), 0, "lines:%s", dump);
     free(dump);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+/* ---- pp_pins_dump ----------------------------------------------------------- */
+
+/* What pp_pins_dump wrote, as a string to free; *rc gets its return. */
+static char *dump_text(pp_pool_t *pool, int *rc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    *rc = pp_pins_dump(pool, f);
+    cr_assert_eq(fclose(f), 0);
+    return text;
+}
+
+/* The start of line k (from 0) of text, and its length; NULL if none. */
+static const char *nth_line(const char *text, size_t k, size_t *len)
+{
+    for (; k > 0; k--) {
+        text = strchr(text, '\n');
+        if (text == NULL)
+            return NULL;
+        text++;
+    }
+    if (*text == '\0')
+        return NULL;
+    const char *end = strchr(text, '\n');
+    *len = end != NULL ? (size_t)(end - text) : strlen(text);
+    return text;
+}
+
+/* Line k is prefix, any age, then suffix: "<prefix><ms>.<3 digits> ms<suffix>".
+ * Returns the age in microseconds. */
+static uint64_t assert_line(const char *text, size_t k, const char *prefix,
+                            const char *suffix)
+{
+    size_t len;
+    const char *line = nth_line(text, k, &len);
+    cr_assert_not_null(line, "no line %zu in:\n%s", k, text);
+    size_t np = strlen(prefix), ns = strlen(suffix);
+    cr_assert(len > np + ns && strncmp(line, prefix, np) == 0 &&
+                  strncmp(line + len - ns, suffix, ns) == 0,
+              "line %zu is not \"%sA ms%s\":\n%s", k, prefix, suffix, text);
+    uint64_t ms = 0, frac = 0;
+    int used = 0;
+    cr_assert_eq(sscanf(line + np, "%" SCNu64 ".%" SCNu64 "%n", &ms, &frac, &used), 2,
+                 "line %zu has no age:\n%s", k, text);
+    cr_assert(used >= 5 && line[np + (size_t)used - 4] == '.' && (size_t)used + np + ns == len,
+              "line %zu: not an age with three decimals:\n%s", k, text);
+    return ms * 1000 + frac;
+}
+
+/* "pin ref 0x... node N slot S gen G tid T age " of a pin line. */
+static void pin_prefix(char *buf, size_t size, pp_ref_t r, int tid)
+{
+    snprintf(buf, size, "pin ref 0x%016" PRIx64 " node %u slot %" PRIu32 " gen %" PRIu32
+             " tid %d age ", r, pp_ref_node(r), pp_ref_slot(r), pp_ref_gen(r), tid);
+}
+
+/* "held ref 0x... node N slot S gen G pins P age " of a held line. */
+static void held_prefix(char *buf, size_t size, pp_ref_t r, unsigned pins)
+{
+    snprintf(buf, size, "held ref 0x%016" PRIx64 " node %u slot %" PRIu32 " gen %" PRIu32
+             " pins %u age ", r, pp_ref_node(r), pp_ref_slot(r), pp_ref_gen(r), pins);
+}
+
+/* " ms at test_track.c:<line>", the end of a pin line with a call site. */
+static void at_site(char *buf, size_t size, int line)
+{
+    snprintf(buf, size, " ms at %s:%d", __FILE__, line);
+}
+
+/* Waits until the clock has moved past t: the next pin is strictly
+ * younger than one taken before t.  A spin, not a sleep. */
+static void clock_past(uint64_t t)
+{
+    while (now_ns() <= t)
+        ;
+}
+
+Test(track, dump_without_tracking_is_enotsup_and_writes_nothing, .timeout = 30)
+{
+    unsetenv("PINPOOL_TRACK_PINS");
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, 0);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    int rc;
+    char *text = dump_text(pool, &rc);
+    assert_rc(rc, PP_ENOTSUP);
+    cr_assert_str_empty(text);
+    free(text);
+    assert_rc(pp_unpin(pool, r), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_of_no_pins_is_the_summary_alone, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    int rc;
+    char *text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    cr_assert_str_eq(text, "pinpool: 0 pins on 0 entries\n");
+    free(text);
+    test_destroy(pool);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_null_arguments, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    assert_rc(pp_pins_dump(NULL, f), PP_EINVAL);
+    assert_rc(pp_pins_dump(pool, NULL), PP_EINVAL);
+    assert_rc(pp_pins_dump(NULL, NULL), PP_EINVAL);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_str_empty(text);
+    free(text);
+    test_destroy(pool);
+    report_cap_free(&rep);
+}
+
+/* A thread of its own pins r at a line of its own, and ends. */
+typedef struct dump_pinner {
+    pp_pool_t *pool;
+    pp_ref_t r;
+    int line, tid;
+    uint64_t after;                   /* the clock after its pin */
+} dump_pinner_t;
+
+static void *dump_pin_thread(void *arg)
+{
+    dump_pinner_t *d = arg;
+    d->tid = (int)gettid();
+    int rc;
+    d->line = __LINE__; rc = pp_pin(d->pool, d->r, 0, NULL);
+    TCHECK(rc == 0, "pin: %s", pp_err_name(rc));
+    d->after = now_ns();
+    return NULL;
+}
+
+Test(track, dump_lists_pins_of_two_threads_oldest_first, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    ct_t *ct = ct_new(3);
+    pp_ref_t a = ct_put(pool, ct, 0, 64, 0);
+    pp_ref_t b = ct_put(pool, ct, 1, 64, 0);
+    pp_ref_t c = ct_put(pool, ct, 2, 64, 0);
+    int me = (int)gettid();
+
+    int line_a = __LINE__; assert_rc(pp_pin(pool, a, 0, NULL), 0);
+    uint64_t t0 = now_ns();
+    clock_past(t0);
+    dump_pinner_t d = {.pool = pool, .r = b};
+    pthread_t t;
+    test_thread_start(&t, dump_pin_thread, &d);
+    test_thread_join(t);
+    TCHECK_NONE();
+    clock_past(d.after);
+    assert_rc((pp_pin)(pool, c, 0, NULL), 0);       /* no call site */
+    /* The oldest pin is at least 1 ms old, by the test's own clock. */
+    while (now_ns() - t0 < 1000000u)
+        ;
+
+    int rc;
+    char *text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    char pre[160], post[160];
+    size_t len;
+    const char *first = nth_line(text, 0, &len);
+    cr_assert(first != NULL && strncmp(first, "pinpool: 3 pins on 3 entries\n", len + 1) == 0,
+              "summary:\n%s", text);
+    pin_prefix(pre, sizeof pre, a, me);
+    at_site(post, sizeof post, line_a);
+    uint64_t age_a = assert_line(text, 1, pre, post);
+    cr_assert_geq(age_a, 1000, "age %" PRIu64 " us < 1 ms:\n%s", age_a, text);
+    pin_prefix(pre, sizeof pre, b, d.tid);
+    at_site(post, sizeof post, d.line);
+    cr_assert_neq(d.tid, me);
+    assert_line(text, 2, pre, post);
+    pin_prefix(pre, sizeof pre, c, me);
+    assert_line(text, 3, pre, " ms at (pp_pin without call site)");
+    size_t lines = 0;
+    while (nth_line(text, lines, &len) != NULL)
+        lines++;
+    cr_assert_eq(lines, 8, "lines:\n%s", text);       /* and 4 of the held list */
+    free(text);
+
+    /* The thread's end reported its pin; any thread may drop it. */
+    assert_rc(pp_unpin(pool, a), 0);
+    assert_rc(pp_unpin(pool, b), 0);
+    assert_rc(pp_unpin(pool, c), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_groups_pins_of_an_entry_by_their_oldest, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    ct_t *ct = ct_new(3);
+    pp_ref_t a = ct_put(pool, ct, 0, 64, 0);
+    pp_ref_t b = ct_put(pool, ct, 1, 64, 0);
+    pp_ref_t c = ct_put(pool, ct, 2, 64, 0);
+    /* b first, then a twice, b again, c: b's oldest pin is the oldest. */
+    pp_ref_t order[5] = {b, a, a, b, c};
+    int lines[5];
+    uint64_t t0 = 0;
+    for (int i = 0; i < 5; i++) {
+        lines[i] = __LINE__; assert_rc(pp_pin(pool, order[i], 0, NULL), 0);
+        uint64_t t = now_ns();
+        if (i == 0)
+            t0 = t;
+        clock_past(t);
+    }
+    while (now_ns() - t0 < 1000000u)
+        ;
+
+    int rc;
+    char *text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    cr_assert(strncmp(text, "pinpool: 5 pins on 3 entries\n", 29) == 0, "summary:\n%s", text);
+    char pre[160], post[160];
+    int me = (int)gettid();
+    for (size_t i = 0; i < 5; i++) {
+        pin_prefix(pre, sizeof pre, order[i], me);
+        at_site(post, sizeof post, lines[i]);
+        assert_line(text, 1 + i, pre, post);
+    }
+    size_t len;
+    const char *head = nth_line(text, 6, &len);
+    cr_assert(head != NULL && strncmp(head, "longest held, oldest pin first:\n", len + 1) == 0,
+              "no held list:\n%s", text);
+    held_prefix(pre, sizeof pre, b, 2);
+    uint64_t age_b = assert_line(text, 7, pre, " ms");
+    cr_assert_geq(age_b, 1000, "age %" PRIu64 " us < 1 ms:\n%s", age_b, text);
+    held_prefix(pre, sizeof pre, a, 2);
+    uint64_t age_a = assert_line(text, 8, pre, " ms");
+    held_prefix(pre, sizeof pre, c, 1);
+    uint64_t age_c = assert_line(text, 9, pre, " ms");
+    cr_assert(age_b >= age_a && age_a >= age_c, "ages not descending:\n%s", text);
+    cr_assert_null(nth_line(text, 10, &len), "more lines:\n%s", text);
+    free(text);
+
+    for (int i = 0; i < 5; i++)
+        assert_rc(pp_unpin(pool, order[i]), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_lists_ten_held_entries_and_counts_the_rest, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    enum { N = 13 };
+    ct_t *ct = ct_new(N);
+    pp_ref_t r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = ct_put(pool, ct, (size_t)i, 64, 0);
+        assert_rc(pp_pin(pool, r[i], 0, NULL), 0);
+        clock_past(now_ns());
+    }
+    int rc;
+    char *text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    char pre[160];
+    /* The summary, 13 pin lines, the head, 10 held lines, the rest. */
+    for (size_t i = 0; i < 10; i++) {
+        held_prefix(pre, sizeof pre, r[i], 1);
+        assert_line(text, 15 + i, pre, " ms");
+    }
+    size_t len;
+    const char *rest = nth_line(text, 25, &len);
+    cr_assert(rest != NULL && strcmp(rest, "and 3 more entries\n") == 0, "end:\n%s", text);
+    free(text);
+    for (int i = 0; i < N; i++)
+        assert_rc(pp_unpin(pool, r[i]), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_forgets_an_unpinned_pin, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    ct_t *ct = ct_new(2);
+    pp_ref_t a = ct_put(pool, ct, 0, 64, 0);
+    pp_ref_t b = ct_put(pool, ct, 1, 64, 0);
+    assert_rc(pp_pin(pool, a, 0, NULL), 0);
+    int line_b = __LINE__; assert_rc(pp_pin(pool, b, 0, NULL), 0);
+    int rc;
+    char *text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    char hex[32];
+    ref_hex(a, hex);
+    cr_assert(strstr(text, hex) != NULL, "a is not listed:\n%s", text);
+    free(text);
+
+    assert_rc(pp_unpin(pool, a), 0);
+    text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    cr_assert(strstr(text, hex) == NULL, "a is still listed:\n%s", text);
+    cr_assert(strncmp(text, "pinpool: 1 pins on 1 entries\n", 29) == 0, "summary:\n%s", text);
+    char pre[160], post[160];
+    pin_prefix(pre, sizeof pre, b, (int)gettid());
+    at_site(post, sizeof post, line_b);
+    assert_line(text, 1, pre, post);
+    free(text);
+
+    assert_rc(pp_unpin(pool, b), 0);
+    text = dump_text(pool, &rc);
+    assert_rc(rc, 0);
+    cr_assert_str_eq(text, "pinpool: 0 pins on 0 entries\n");
+    free(text);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_to_a_failing_stream_is_eio, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    /* Unbuffered: the first write fails.  Buffered: the flush does. */
+    for (int buffered = 0; buffered < 2; buffered++) {
+        FILE *f = fopen("/dev/full", "w");
+        cr_assert_not_null(f, "/dev/full: %s", strerror(errno));
+        if (!buffered)
+            cr_assert_eq(setvbuf(f, NULL, _IONBF, 0), 0);
+        assert_rc(pp_pins_dump(pool, f), PP_EIO);
+        fclose(f);
+    }
+    assert_rc(pp_unpin(pool, r), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+    report_cap_free(&rep);
+}
+
+Test(track, dump_without_memory_is_enomem_and_writes_nothing, .timeout = 30)
+{
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_pool_t *pool = tracked_pool(&rep, PP_TRACK_PINS);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    pp__alloc_fail_after(0);
+    int rc = pp_pins_dump(pool, f);
+    pp__alloc_fail_after(-1);
+    assert_rc(rc, PP_ENOMEM);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_str_empty(text);
+    free(text);
+    assert_rc(pp_unpin(pool, r), 0);
     test_destroy(pool);
     ct_delete(ct);
     report_cap_free(&rep);

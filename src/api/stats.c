@@ -1,6 +1,6 @@
 /*
- * stats.c -- pp_stat (one entry), pp_pool_stats (totals) and pp_node_stats
- * (one node).
+ * stats.c -- pp_stat (one entry), pp_pool_stats (totals), pp_node_stats
+ * (one node) and pp_pins_dump (the tracked pins, track.c).
  *
  * Counters live where they are written without contention: per thread and
  * node for the operations of users (pp__tcount_t, single writer each), per
@@ -362,4 +362,13 @@ int pp_pool_stats(pp_pool_t *pool, pp_stats_t *out)
     s.total.version = version;
     memcpy(out, &s, size);               /* version 1: its part only */
     return 0;
+}
+
+int pp_pins_dump(pp_pool_t *pool, FILE *out)
+{
+    if (pool == NULL || out == NULL)
+        return PP_EINVAL;
+    if (!pool->track)
+        return PP_ENOTSUP;
+    return pp__track_dump(pool, out);
 }

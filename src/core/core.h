@@ -203,6 +203,8 @@ int pp__track_pin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref,
 void pp__track_unpin(pp_pool_t *pool, pp__thread_t *t, pp_ref_t ref);
 size_t pp__track_report_thread(pp_pool_t *pool, pp__thread_t *t);
 size_t pp__track_report_ref(pp_pool_t *pool, pp_ref_t ref);
+/* pp_pins_dump of a tracking pool: 0, PP_ENOMEM or PP_EIO. */
+int pp__track_dump(pp_pool_t *pool, FILE *out);
 void pp__track_free(pp_pool_t *pool);
 
 /* Whether the pool drops entries of this type and size when it needs room

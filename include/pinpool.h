@@ -389,7 +389,8 @@ PP_API int pp_pool_drain(pp_pool_t *pool, int timeout_ms);
  * nothing.  A writer thread of the pool formats the events that threads
  * record into buffers of their own; a thread that records over 2048 in
  * 10 ms loses the rest, and the file and a report line count them.
- * PINPOOL_TRACE=path traces from pp_pool_create to pp_pool_destroy.
+ * PINPOOL_TRACE=path traces from pp_pool_create to pp_pool_destroy (a
+ * process's later pools: path.2, path.3 ...).
  * flags: 0.  Errors: PP_EINVAL (NULL or empty path, flags not 0),
  * PP_EINUSE (a trace runs already: reported), PP_EIO (the file cannot be
  * made: reported), PP_ENOMEM. */

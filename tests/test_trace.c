@@ -210,24 +210,36 @@ Test(trace, environment, .timeout = 30)
     char path[512];
     trace_path(path, sizeof path, "env");
     setenv("PINPOOL_TRACE", path, 1);
+    report_cap_t rep;
+    report_cap_init(&rep);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rep, &o);
     pp_pool_t *pool = NULL;
-    assert_rc(pp_pool_create(NULL, &pool), 0);
+    assert_rc(pp_pool_create(&o, &pool), 0);
     assert_rc(pp_trace_start(pool, path, 0), PP_EINUSE);   /* it runs */
+    cr_assert(report_has(&rep, 0, "one is running already", path, NULL));
+    /* A second pool meanwhile writes path.2, not over the first. */
+    pp_pool_t *second = NULL;
+    assert_rc(pp_pool_create(NULL, &second), 0);
+    assert_rc(pp_pool_destroy(second), 0);
     assert_rc(pp_pool_destroy(pool), 0);
     char *s = slurp(path);
     check_complete(s, "0");
     free(s);
     unlink(path);
+    char path2[520];
+    snprintf(path2, sizeof path2, "%s.2", path);
+    s = slurp(path2);
+    check_complete(s, "0");
+    free(s);
+    unlink(path2);
 
-    report_cap_t rep;
-    report_cap_init(&rep);
-    pp_options_t o = PP_OPTIONS_INIT;
-    report_cap_attach(&rep, &o);
     setenv("PINPOOL_TRACE", "/nonexistent-dir/t.json", 1);
     pool = NULL;
+    size_t from = report_cap_count(&rep);
     assert_rc(pp_pool_create(&o, &pool), PP_EIO);
     cr_assert_null(pool);
-    cr_assert(report_has(&rep, 0, "/nonexistent-dir/t.json", NULL, NULL));
+    cr_assert(report_has(&rep, from, "/nonexistent-dir/t.json", NULL, NULL));
     setenv("PINPOOL_TRACE", "", 1);                  /* empty: unset */
     assert_rc(pp_pool_create(&o, &pool), 0);
     assert_rc(pp_trace_stop(pool), PP_EINVAL);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -62,6 +63,25 @@ static void pool_free(pp_pool_t *pool)
     pp__alloc_free(pool);
 }
 
+/* PINPOOL_TRACE=path: the process's first pool traces to path, each
+ * later one to path.2, path.3 and so on, so that none overwrites
+ * another's file. */
+static int env_trace(pp_pool_t *pool, const char *path)
+{
+    static _Atomic unsigned traced;
+    unsigned k = pp__atomic_add_relaxed(&traced, 1u);
+    if (k == 0)
+        return pp_trace_start(pool, path, 0);
+    size_t len = strlen(path) + 12;
+    char *p = pp__alloc_bytes(len);
+    if (p == NULL)
+        return PP_ENOMEM;
+    snprintf(p, len, "%s.%u", path, k + 1);
+    int rc = pp_trace_start(pool, p, 0);
+    pp__alloc_free(p);
+    return rc;
+}
+
 int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 {
     static const pp_options_t defaults = PP_OPTIONS_INIT;
@@ -74,7 +94,7 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
     if (eff.swap_dir != NULL && (dev = pp__swapdev_file_new()) == NULL)
         return PP_ENOMEM;
     rc = pp__pool_create_dev(&eff, dev, out);
-    if (rc == 0 && trace != NULL && (rc = pp_trace_start(*out, trace, 0)) != 0) {
+    if (rc == 0 && trace != NULL && (rc = env_trace(*out, trace)) != 0) {
         /* Reported by pp_trace_start; the pool is not made. */
         (void)pp_pool_destroy(*out);
         *out = NULL;

@@ -194,11 +194,12 @@ static void sample(pp__trace_t *tr)
         if (!pool->swap)
             continue;
         pp__node_t *node = pool->nodes[n];
-        snprintf(args, sizeof args, "\"loads\":%.3f,\"write-outs\":%.3f,\"requests\":%" PRIu64,
+        snprintf(args, sizeof args, "\"loads\":%.3f,\"write-outs\":%.3f",
                  (double)s.io_load_bytes / 1e6,
-                 (double)pp__atomic_load_relaxed(&node->sw.io_write_bytes) / 1e6,
-                 s.io_inflight);
+                 (double)pp__atomic_load_relaxed(&node->sw.io_write_bytes) / 1e6);
         counter(tr, ts, "in flight MB", n, args);
+        snprintf(args, sizeof args, "\"requests\":%" PRIu64, s.io_inflight);
+        counter(tr, ts, "I/O requests", n, args);
         double rd = dt > 0 ? (double)(s.swap_bytes_read - tr->last_read[n]) / 1e6 / dt : 0.0;
         double wr = dt > 0 ? (double)(s.swap_bytes_written - tr->last_written[n]) / 1e6 / dt
                            : 0.0;

@@ -44,6 +44,9 @@ typedef struct pp__tev {
     uint16_t lane;                       /* 0: the thread; k + 1: job k of
                                             the node's io_uring engine */
 } pp__tev_t;
+/* Events a thread may record between two takes of the writer (every
+ * 10 ms): 200,000 a second.  More are dropped, and counted. */
+#define PP__TBUF_EVENTS 2048u
 /* Whether events are recorded now: one relaxed load, for slow paths. */
 static inline bool pp__tevent_on(pp_pool_t *pool)
 {

@@ -15,10 +15,6 @@
 
 #include "core/core.h"
 
-/* Events a thread may record between two takes of the writer (every
- * 10 ms): 200,000 a second. */
-#define PP__TBUF_EVENTS 2048u
-
 struct pp__tbuf {
     pthread_mutex_t lock;
     pp__tev_t *ev;                       /* the thread's array (under lock) */

@@ -12,7 +12,9 @@
 #     its first PP_API declaration before line 120;
 #   - no seeded-bug code in src/ or include/ (seeds are patches:
 #     tests/seeded/);
-#   - no write of an entry's pins word `pw` in src/ outside src/core/entry.h;
+#   - no write of an entry's pins word `pw` in src/ or include/ outside
+#     src/core/entry.h and include/pinpool_inline.h (the fast path's pin
+#     and unpin, which the library and its users inline);
 #   - no static function or variable in src/ named with the pp__ prefix.
 cmake_minimum_required(VERSION 3.21)
 if(NOT DEFINED SRC_DIR)
@@ -147,27 +149,30 @@ foreach(f ${c_files})
 endforeach()
 # ---- begin: only src/core/entry.h writes the pins word ----------------------
 # An entry's pins word `pw` changes only by the transitions at the end of
-# src/core/entry.h, one for each row of its table.  No other file of src/
-# `...->pw` or `....pw` to an atomic other than a load, nor assigns
-# `...->pw` (`t->hc.pw`, a thread's plain copy of a word, is no entry's).
-file(GLOB_RECURSE pw_files ${SRC_DIR}/src/*.c ${SRC_DIR}/src/*.h)
+# src/core/entry.h, one for each row of its table, and by the fast path of
+# the pin and unpin rows in include/pinpool_inline.h.  No other file of
+# src/ or include/ passes `...->pw` or `....pw` to an atomic other than a
+# load, nor assigns `...->pw` (`t->hc.pw`, a thread's plain copy of a word,
+# is no entry's).
+file(GLOB_RECURSE pw_files ${SRC_DIR}/src/*.c ${SRC_DIR}/src/*.h ${SRC_DIR}/include/*.h
+    ${SRC_DIR}/include/*.hpp)
 # The first argument: no comma or parenthesis outside one level of
 # parentheses (a cast, a call such as pp__lookup(pool, ref)).
 set(pw_arg "&?([^,;()]|[(][^;()]*[)])*(->|[.])pw[^a-zA-Z0-9_]")
-set(pw_call "(pp__atomic|atomic|ck_pr)_[a-z0-9_]+[ \t\n]*[(][ \t\n]*${pw_arg}")
+set(pw_call "(pp__atomic|atomic|ck_pr|__atomic)_[a-z0-9_]+[ \t\n]*[(][ \t\n]*${pw_arg}")
 set(pw_assign "->pw[ \t\n]*(([-+*/%&|^]|<<|>>)?=[^=]|[+][+]|--)")
 foreach(f ${pw_files})
     file(RELATIVE_PATH rel ${SRC_DIR} ${f})
-    if(rel STREQUAL "src/core/entry.h")
+    if(rel STREQUAL "src/core/entry.h" OR rel STREQUAL "include/pinpool_inline.h")
         continue()
     endif()
     file(READ ${f} text)
     string(REGEX MATCHALL "${pw_call}" calls "${text}")
     string(REGEX MATCHALL "${pw_assign}" assigns "${text}")
     foreach(call ${calls})
-        if(NOT call MATCHES "^(pp__atomic|atomic|ck_pr)_load")
+        if(NOT call MATCHES "^(pp__atomic|atomic|ck_pr|__atomic)_load")
             string(REGEX REPLACE "[ \t\n]+" " " call "${call}")
-            message(SEND_ERROR "${rel}: writes pw (${call}...): only src/core/entry.h's transitions may")
+            message(SEND_ERROR "${rel}: writes pw (${call}...): only src/core/entry.h's transitions (and pinpool_inline.h's fast path) may")
             math(EXPR bad "${bad} + 1")
         endif()
     endforeach()

@@ -45,9 +45,11 @@ get_filename_component(incdir "${installed_h}" DIRECTORY)
 if(NOT EXISTS "${incdir}/pinpool.hpp")
     message(FATAL_ERROR "consumer_test: pinpool.hpp is not installed beside ${installed_h}")
 endif()
-if(NOT EXISTS "${incdir}/pinpool_stats.h")
-    message(FATAL_ERROR "consumer_test: pinpool_stats.h is not installed beside ${installed_h}")
-endif()
+foreach(h pinpool_stats.h pinpool_inline.h)
+    if(NOT EXISTS "${incdir}/${h}")
+        message(FATAL_ERROR "consumer_test: ${h} is not installed beside ${installed_h}")
+    endif()
+endforeach()
 
 # 2. find_package(pinpool) in a separate project.
 pp_run("configure consumer" "${CMAKE_COMMAND}"
@@ -60,7 +62,8 @@ pp_run("configure consumer" "${CMAKE_COMMAND}"
     "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
 pp_run("build consumer" "${CMAKE_COMMAND}" --build "${build}" --config "${PP_CONFIG}")
 
-foreach(exe consumer_shared consumer_static consumer_cxx_shared consumer_cxx_static)
+foreach(exe consumer_shared consumer_static consumer_cxx_shared consumer_cxx_static
+        consumer_inline_shared consumer_inline_static consumer_cxx_inline)
     file(GLOB_RECURSE found LIST_DIRECTORIES false "${build}/${exe}")
     if(NOT found)
         message(FATAL_ERROR "consumer_test: ${exe} was not built")

@@ -1,5 +1,6 @@
 # cmake/seed_apply.cmake -- makes a seeded copy of the library's sources:
-# copies SRC_DIR/src to OUT_DIR/src and applies PATCH to it (patch -p1,
+# copies SRC_DIR/src and SRC_DIR/include (the inline fast path is in
+# include/pinpool_inline.h) to OUT_DIR and applies PATCH to them (patch -p1,
 # no fuzz).  Run as cmake -DSRC_DIR=... -DPATCH=... -DOUT_DIR=...
 # -DPATCH_EXE=... [-DSTAMP=file] -P seed_apply.cmake; fails, naming the
 # patch, if it no longer applies.
@@ -8,9 +9,9 @@ foreach(v SRC_DIR PATCH OUT_DIR PATCH_EXE)
         message(FATAL_ERROR "seed_apply.cmake: ${v} not given")
     endif()
 endforeach()
-file(REMOVE_RECURSE "${OUT_DIR}/src")
+file(REMOVE_RECURSE "${OUT_DIR}/src" "${OUT_DIR}/include")
 file(MAKE_DIRECTORY "${OUT_DIR}")
-file(COPY "${SRC_DIR}/src" DESTINATION "${OUT_DIR}")
+file(COPY "${SRC_DIR}/src" "${SRC_DIR}/include" DESTINATION "${OUT_DIR}")
 execute_process(
     COMMAND "${PATCH_EXE}" -p1 --fuzz=0 --batch --forward --no-backup-if-mismatch
             -d "${OUT_DIR}" -i "${PATCH}"

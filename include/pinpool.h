@@ -14,6 +14,7 @@
  *
  * This header is the contract in short.  docs/api.md gives each call's full
  * contract, one section for each section below; docs/design.md says why.
+ * pinpool_inline.h gives pp_pin and pp_unpin an inline fast path.
  */
 
 #include <stddef.h>

@@ -242,38 +242,32 @@ static PP__NOINLINE int pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__t
     return pin_full(pool, ref, flags, data, NULL, 0, 0);
 }
 
+/* Whatever the fast path did not do (why: PP__INLINE_MISS or
+ * PP__INLINE_CONTENDED; it changed nothing): a HOT entry's pin on the
+ * thread's cached shard, else the full way.  Inlined pins call it too. */
+PP__NOINLINE int pp_inline_pin_slow(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                    void **data, const char *file, int line, int why)
+{
+    pp__entry_t *e;
+    pp__thread_t *t;
+    if (why == PP__INLINE_MISS && (flags & ~PP__PIN_FLAGS) == 0 && fast_begin(pool, ref, &e, &t) &&
+        (pp__atomic_load_relaxed(&e->pw) & PP__F_HOT))
+        return pin_fast_when_hot(pool, e, t, ref, flags, data);
+    /* A failed CAS (contention) is counted: the full way may make the
+     * entry hot. */
+    return pin_full(pool, ref, flags, data, file, line, why == PP__INLINE_CONTENDED);
+}
+
 int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                const char *file, int line)
 {
-    /* The fast path: a resident cold entry, a registered thread, no
-     * tracking, no contention.  It calls nothing but in tail position, so
-     * the compiler keeps it in scratch registers; whatever it does not
-     * finish goes the full way, which starts over (nothing was done). */
-    pp__entry_t *e;
-    pp__thread_t *t;
-    if (PP__UNLIKELY((flags & ~PP__PIN_FLAGS) != 0 || !fast_begin(pool, ref, &e, &t)))
-        goto full;
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (PP__UNLIKELY(pw & PP__F_HOT))
-        return pin_fast_when_hot(pool, e, t, ref, flags, data);
-    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__F_EVICTING : 0;
-    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) ||
-                     (pw & (PP__F_LIVE | PP__F_DEAD | PP__F_RESIDENT | slow)) !=
-                         (PP__F_LIVE | PP__F_RESIDENT) ||
-                     pp__pw_pins(pw) == PP_MAX_PINS || PP__YIELD_ON(PIN)))
-        goto full;
-    /* Only PP_PIN_WRITE of the pin flags changes the word here. */
-    uint64_t bits = pp__pin_bits(flags & PP_PIN_WRITE);
-    /* One try: a failed CAS (contention) goes the full way, which counts
-     * failures and may make the entry hot. */
-    if (PP__UNLIKELY(!pp__pw_try_pin(e, &pw, bits)))
-        return pin_full(pool, ref, flags, data, file, line, 1);
-    if (data != NULL)
-        *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
-    pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
-    return 0;
-full:
-    return pin_full(pool, ref, flags, data, file, line, 0);
+    /* The fast path (pinpool_inline.h, which callers may inline too): a
+     * resident cold entry, a registered thread, no tracking, no
+     * contention.  Whatever it does not finish, it leaves untouched. */
+    int why = pp__inline_pin(pool, ref, flags, data);
+    if (PP__LIKELY(why == PP__INLINE_DONE))
+        return 0;
+    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
 }
 
 #undef pp_pin
@@ -391,28 +385,32 @@ static PP__NOINLINE int unpin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_
     return unpin_full(pool, ref);
 }
 
-int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
+/* Whatever the fast path did not do: a HOT entry's unpin on the thread's
+ * cached shard, the final unpin of a dead entry, else the full way (which
+ * also takes those, slower).  Inlined unpins call it too. */
+PP__NOINLINE int pp_inline_unpin_slow(pp_pool_t *pool, pp_ref_t ref)
 {
-    /* The fast path, as in pp_pin_loc: a live cold entry that holds a pin;
-     * a dead one (the final unpin) goes straight to unpin_dead. */
     pp__entry_t *e;
     pp__thread_t *t;
-    if (PP__UNLIKELY(!fast_begin(pool, ref, &e, &t)))
-        goto full;
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (PP__UNLIKELY(pw & PP__F_HOT))
-        return unpin_fast_when_hot(pool, e, t, ref, pw);
-    if (PP__UNLIKELY(pp__word_gen(pw) != pp_ref_gen(ref) || !(pw & PP__F_LIVE) ||
-                     pp__pw_pins(pw) == 0 || PP__YIELD_ON(UNPIN)))
-        goto full;
-    if (PP__UNLIKELY(pw & PP__F_DEAD))
-        return unpin_dead(pool, e, ref, t, true);
-    if (PP__UNLIKELY(!pp__pw_try_unpin(e, &pw)))
-        goto full;
-    pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
-    return 0;
-full:
+    if (fast_begin(pool, ref, &e, &t)) {
+        uint64_t pw = pp__atomic_load_relaxed(&e->pw);
+        if (pw & PP__F_HOT)
+            return unpin_fast_when_hot(pool, e, t, ref, pw);
+        if (pp__word_gen(pw) == pp_ref_gen(ref) &&
+            (pw & (PP__F_LIVE | PP__F_DEAD)) == (PP__F_LIVE | PP__F_DEAD) &&
+            pp__pw_pins(pw) != 0 && !PP__YIELD_ON(UNPIN))
+            return unpin_dead(pool, e, ref, t, true);
+    }
     return unpin_full(pool, ref);
+}
+
+int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
+{
+    /* The fast path (pinpool_inline.h), as in pp_pin_loc: a live cold
+     * entry, not dead, that holds a pin. */
+    if (PP__LIKELY(pp__inline_unpin(pool, ref) == PP__INLINE_DONE))
+        return 0;
+    return pp_inline_unpin_slow(pool, ref);
 }
 
 /* Batches take their entries PP__BATCH at a time: every record of a chunk

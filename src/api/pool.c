@@ -102,6 +102,26 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
     return rc;
 }
 
+int pp_pool_create_inline(const pp_options_t *opt, pp_pool_t **out, unsigned abi)
+{
+    if (abi != PP_INLINE_ABI) {
+        /* No pool yet: the options' report hook, else stderr (as pp__report). */
+        char line[200];
+        snprintf(line, sizeof line,
+                 "pinpool: pinpool_inline.h of fast-path layout %u, this library has %u: "
+                 "rebuild against the headers of the library it runs with",
+                 abi, PP_INLINE_ABI);
+        if (opt != NULL && opt->report != NULL)
+            opt->report(line, opt->report_ctx);
+        else
+            fprintf(stderr, "%s\n", line);
+        if (out != NULL)
+            *out = NULL;
+        return PP_ENOTSUP;
+    }
+    return pp_pool_create(opt, out);
+}
+
 int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t **out)
 {
     static const pp_options_t defaults = PP_OPTIONS_INIT;
@@ -123,7 +143,8 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
             dev->close(dev);
         return PP_ENOMEM;
     }
-    pool->serial = pp__atomic_add_relaxed(&next_serial, 1);
+    pool->fast.serial = pp__atomic_add_relaxed(&next_serial, 1);
+    pool->fast.abi = PP_INLINE_ABI;
     pool->hot_after = 2;
     pool->mem_limit = opt->mem_limit;
     pool->swap = swap;
@@ -139,6 +160,7 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     const char *env = getenv("PINPOOL_TRACK_PINS");
     pool->track = (opt->flags & PP_TRACK_PINS) != 0 ||
                   (env != NULL && strcmp(env, "1") == 0);
+    pool->fast.full = pool->track;      /* tracked pins go the full way */
 
     /* Locks and semaphore first, so pool_free can always run. */
     if (pthread_mutex_init(&pool->track_lock, NULL) != 0) {

@@ -287,7 +287,7 @@ static int trace_open(pp_pool_t *pool, const char *path, pp__trace_t **out)
     fprintf(tr->f, "{\"traceEvents\":[\n"
             "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
             "\"args\":{\"name\":\"pinpool (pool %" PRIu64 ", %u node%s)\"}},\n",
-            tr->pid, pool->serial, pool->nnodes, pool->nnodes == 1 ? "" : "s");
+            tr->pid, pool->fast.serial, pool->nnodes, pool->nnodes == 1 ? "" : "s");
     *out = tr;
     return 0;
 }

@@ -80,11 +80,16 @@ void pp__topology_free(pp_pool_t *pool);
  * else ordinary pages.  Zeroed.  NULL on failure. */
 void *pp__topology_node_alloc(pp_pool_t *pool, unsigned n, size_t len, bool *bound);
 void pp__topology_node_free(pp_pool_t *pool, void *p, size_t len);
-/* A table segment of node n: PP__SEG_BYTES, zero, aligned to its size,
- * huge pages advised if huge (entry.h, table.c); pp__topology_seg_free unmaps
- * it. */
-void *pp__topology_seg_alloc(pp_pool_t *pool, unsigned n, bool huge, bool *bound);
-void pp__topology_seg_free(void *p);
+/* A node's table (entry.h, table.c): PP__TABLE_BYTES aligned to its size,
+ * reserved without access or memory; NULL on failure.
+ * pp__topology_table_release unmaps it. */
+char *pp__topology_table_reserve(void);
+void pp__topology_table_release(char *base);
+/* Commits len bytes at p in node n's table (page aligned): readable,
+ * writable and zero, huge pages advised if huge, bound to the node where
+ * the OS allows (*bound says).  false on failure, the range still reserved. */
+bool pp__topology_table_commit(pp_pool_t *pool, unsigned n, char *p, size_t len, bool huge,
+                               bool *bound);
 /* Binds the calling thread to node n's CPUs, or (one_cpu) to the last of
  * them this process may run on; false where impossible. */
 bool pp__topology_bind(pp_pool_t *pool, unsigned n, bool one_cpu);
@@ -98,16 +103,16 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node);
  * still validates the generation).  Lock-free, no allocation. */
 static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
 {
-    unsigned n = pp_ref_node(ref);
+    unsigned n = pp_ref_node(ref);     /* < PP_MAX_NODES: 6 bits */
     uint32_t slot = pp_ref_slot(ref);
-    if (PP__UNLIKELY(n >= pool->nnodes || pp_ref_gen(ref) == 0))
+    /* acquire: pairs with the release that publishes a commit (table.c),
+     * so the zeroed segment is seen before any state word in it.  The
+     * address does not wait for this load: it is the table's base plus
+     * the slot times 16. */
+    if (PP__UNLIKELY(slot >= pp__atomic_plain_load_acquire(&pool->fast.node[n].lim) ||
+                     pp_ref_gen(ref) == 0))
         return NULL;
-    /* acquire: pairs with the segment's release-install, so the zeroed
-     * segment is seen before any state word in it. */
-    pp__entry_t *seg = pp__atomic_load_acquire(&pool->dir[n][slot >> PP__SEG_SHIFT]);
-    if (PP__UNLIKELY(seg == NULL))
-        return NULL;
-    return &seg[slot & (PP__SEG_SLOTS - 1)];
+    return (pp__entry_t *)(void *)pool->fast.node[n].base + slot;
 }
 pp__entry_t *pp__table_slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t);
 void pp__table_slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e);
@@ -118,11 +123,11 @@ void pp__table_foreach(pp_pool_t *pool, unsigned n,
                        void *arg);
 
 /* epoch.c */
-extern __thread struct pp__tls_node *pp__thread_tls_last
-    __attribute__((tls_model("initial-exec")));
+/* pp_inline_thread_last (pinpool_inline.h), the registration the thread used
+ * last, with any pool, points to the start of its pp__tls_node: f.thread
+ * is the pp__thread_t, f.count its counters. */
 struct pp__tls_node {
-    uint64_t serial;
-    pp__thread_t *t;
+    pp__inline_thread_t f;               /* first: pp_inline_thread_last points here */
     struct pp__tls_node *next;
 };
 pp__thread_t *pp__thread_get_slow(pp_pool_t *pool);
@@ -138,16 +143,17 @@ static inline void pp__callback_leave(void) { pp__thread_cb_depth--; }
 /* The calling thread's record if it is the one it used last, else NULL. */
 static inline pp__thread_t *pp__thread_cached(pp_pool_t *pool)
 {
-    struct pp__tls_node *n = pp__thread_tls_last;
-    return PP__LIKELY(n != NULL && n->serial == pool->serial) ? n->t : NULL;
+    pp__inline_thread_t *n = pp_inline_thread_last;
+    return PP__LIKELY(n != NULL && n->serial == pool->fast.serial) ? (pp__thread_t *)n->thread
+                                                                    : NULL;
 }
 /* The calling thread's record for pool, registering it on first use.
  * NULL only if that one-time registration could not allocate. */
 static inline pp__thread_t *pp__thread_get(pp_pool_t *pool)
 {
-    struct pp__tls_node *n = pp__thread_tls_last;
-    if (PP__LIKELY(n != NULL && n->serial == pool->serial))
-        return n->t;
+    pp__inline_thread_t *n = pp_inline_thread_last;
+    if (PP__LIKELY(n != NULL && n->serial == pool->fast.serial))
+        return (pp__thread_t *)n->thread;
     return pp__thread_get_slow(pool);
 }
 /* The prologue of every call that takes a ref: the entry the ref names and

@@ -18,7 +18,17 @@
 #include <stdint.h>
 
 #include "os/atomics.h"
+#include "os/checks.h"
 #include "pinpool.h"
+
+/* The fast path users may inline (include/pinpool_inline.h) is the
+ * library's own: pin.c calls it, with its test builds' yield points.  (A
+ * test program that included it first keeps the users' form.) */
+#ifndef PINPOOL_INLINE_H
+#define PP__INLINE_LIBRARY 1
+#define PP__INLINE_YIELD_ON(what) PP__YIELD_ON(what)
+#endif
+#include "pinpool_inline.h"
 
 /*
  * The pins word `pw` (64 bits):
@@ -43,7 +53,11 @@
  * would wrap is retired instead of reused, so no ref is ever reissued.
  *
  * Transitions of `pw` (gen g; pins p; BUSY = EVICTING | LOADING), each made
- * by the function named in its row (below), the only code that writes `pw`:
+ * by the function named in its row (below), the only code that writes `pw`
+ * -- but for the fast path of the pin and unpin rows, which is
+ * pp__inline_pin and pp__inline_unpin in include/pinpool_inline.h (the
+ * same transitions, the same orders, for the library and for the programs
+ * that inline them):
  *
  *   from                         | function (event)           | to                                | by, order
  *   -----------------------------|----------------------------|-----------------------------------|---------------------------
@@ -160,7 +174,7 @@ static inline uint64_t pp__unpin_word(uint64_t pw)
 }
 
 /*
- * One entry is two records in its table segment, indexed by the same slot:
+ * One entry is two records in its node's table, indexed by the same slot:
  *
  *   the hot record (pp__entry_t, 16 bytes): the pins word and the data
  *     pointer, all that a pin or an unpin touches.  Four to a cache line,
@@ -169,10 +183,14 @@ static inline uint64_t pp__unpin_word(uint64_t pw)
  *     queue links, slot and lag stamp, read and written by puts, retains,
  *     releases, the reclaimer and the swap thread, never by a pin.
  *
- * A segment (table.c) is PP__SEG_SLOTS hot records followed by as many
- * cold ones, PP__SEG_BYTES in all and aligned to that size, so either
- * record finds the other by address arithmetic alone (pp__cold,
- * pp__entry_of_cold): 64 bytes an entry, and no pointer between them.
+ * A table (table.c) is one range of address space, PP__TABLE_BYTES aligned
+ * to its size: the hot records of all its slots, one after the other,
+ * then their cold records.  A ref's entry is its node's base plus the slot
+ * times 16 (pp__lookup: no load on the way), and either record finds the
+ * other by address arithmetic alone (pp__cold, pp__entry_of_cold): 64
+ * bytes an entry, and no pointer between them.  The hot records of a
+ * million entries are 16 MB in one piece, as dense in the caches and the
+ * TLB as an array of them would be.
  * Hot records of neighbouring slots share a cache line; a pin's CAS on one
  * makes a concurrent pin of a neighbour retry its line, never its logic
  * (every word is validated on its own), and an entry that every thread
@@ -205,34 +223,56 @@ typedef struct pp__cold {
 } pp__cold_t;
 
 _Static_assert(sizeof(pp__entry_t) == 16, "a pin touches 16 bytes");
+/* The layout pinpool_inline.h reads (PP_INLINE_ABI): change both, and the
+ * version, together. */
+_Static_assert(sizeof(pp__inline_entry_t) == sizeof(pp__entry_t) &&
+                   offsetof(pp__inline_entry_t, pw) == offsetof(pp__entry_t, pw) &&
+                   offsetof(pp__inline_entry_t, data) == offsetof(pp__entry_t, data),
+               "pinpool_inline.h's entry is the hot record");
+_Static_assert(PP__INLINE_PINS == PP__PINS_MASK && PP__INLINE_WPIN == PP__F_WPIN &&
+                   PP__INLINE_LIVE == PP__F_LIVE && PP__INLINE_RESIDENT == PP__F_RESIDENT &&
+                   PP__INLINE_DEAD == PP__F_DEAD && PP__INLINE_DIRTY == PP__F_DIRTY &&
+                   PP__INLINE_EVICTING == PP__F_EVICTING && PP__INLINE_REF == PP__F_REF &&
+                   PP__INLINE_HOT == PP__F_HOT && PP__INLINE_GEN_SHIFT == PP__GEN_SHIFT,
+               "pinpool_inline.h's pins word is entry.h's");
 _Static_assert(sizeof(pp__cold_t) == 48, "an entry costs 64 bytes of metadata");
 
-/* A table segment: 2^15 entries, 2 MiB (one huge page), aligned to its size. */
-#define PP__SEG_SHIFT     15u
-#define PP__SEG_SLOTS     ((uint32_t)1 << PP__SEG_SHIFT)
-#define PP__SEG_HOT_BYTES ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
-#define PP__SEG_BYTES     ((size_t)PP__SEG_SLOTS * (sizeof(pp__entry_t) + sizeof(pp__cold_t)))
+/* A node's table: its hot records (1 GiB of address space for the 2^26
+ * slots a ref can name), then their cold records (3 GiB); reserved whole,
+ * committed a segment at a time (table.c). */
+#define PP__TABLE_SLOT_BITS 26u
+#define PP__TABLE_HOT_BYTES ((uintptr_t)sizeof(pp__entry_t) << PP__TABLE_SLOT_BITS)
+#define PP__TABLE_BYTES \
+    ((uintptr_t)(sizeof(pp__entry_t) + sizeof(pp__cold_t)) << PP__TABLE_SLOT_BITS)
+/* A segment: 2^15 slots, the unit of a table's commits -- 512 KiB of hot
+ * records and 1.5 MiB of cold ones. */
+#define PP__SEG_SHIFT      15u
+#define PP__SEG_SLOTS      ((uint32_t)1 << PP__SEG_SHIFT)
+#define PP__SEG_HOT_BYTES  ((size_t)PP__SEG_SLOTS * sizeof(pp__entry_t))
+#define PP__SEG_COLD_BYTES ((size_t)PP__SEG_SLOTS * sizeof(pp__cold_t))
 
-_Static_assert((PP__SEG_BYTES & (PP__SEG_BYTES - 1)) == 0, "segments align to their size");
+_Static_assert((PP__TABLE_BYTES & (PP__TABLE_BYTES - 1)) == 0, "tables align to their size");
+_Static_assert(sizeof(pp__entry_t) == sizeof(pp__inline_entry_t),
+               "pinpool_inline.h indexes the hot records as the table does");
 
-static inline uintptr_t pp__seg_base(const void *p)
+static inline uintptr_t pp__table_base(const void *p)
 {
-    return (uintptr_t)p & ~(uintptr_t)(PP__SEG_BYTES - 1);
+    return (uintptr_t)p & ~(PP__TABLE_BYTES - 1);
 }
 
 /* The cold record of the entry whose hot record is e. */
 static inline pp__cold_t *pp__cold(const pp__entry_t *e)
 {
-    uintptr_t base = pp__seg_base(e);
+    uintptr_t base = pp__table_base(e);
     size_t i = ((uintptr_t)e - base) / sizeof(pp__entry_t);
-    return (pp__cold_t *)(base + PP__SEG_HOT_BYTES) + i;
+    return (pp__cold_t *)(base + PP__TABLE_HOT_BYTES) + i;
 }
 
 /* The hot record of the entry whose cold record is c. */
 static inline pp__entry_t *pp__entry_of_cold(const pp__cold_t *c)
 {
-    uintptr_t base = pp__seg_base(c);
-    size_t i = ((uintptr_t)c - base - PP__SEG_HOT_BYTES) / sizeof(pp__cold_t);
+    uintptr_t base = pp__table_base(c);
+    size_t i = ((uintptr_t)c - base - PP__TABLE_HOT_BYTES) / sizeof(pp__cold_t);
     return (pp__entry_t *)base + i;
 }
 

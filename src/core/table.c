@@ -1,14 +1,21 @@
 /*
  * table.c -- each node's table of entry slots.
  *
- * A table is a directory of PP__SEG_MAX segment pointers; a segment holds
- * PP__SEG_SLOTS entries, their hot records then their cold ones (entry.h),
- * and is mapped (on the node's memory, 2 MiB aligned, huge pages advised
- * from the fifth on: pp__topology_seg_alloc) the first time a slot in it is
- * handed out.  Segments are installed with a CAS and
- * never moved or freed while the pool lives, so the table grows without
- * stopping or even slowing readers: a lookup is two dependent loads, and a
- * lookup with any ref, stale or garbage, reads only memory that is valid.
+ * A table is one reserved range of address space (4 GiB, no memory:
+ * pp__topology_table_reserve) with room for the hot records of every slot
+ * a ref can name, then for their cold records (entry.h).  It is committed
+ * a segment (PP__SEG_SLOTS slots) at a time, the first time a slot in the
+ * segment is handed out: the segment's cold records, and the hot records
+ * of four segments at once (2 MiB, one huge page), on the node's memory,
+ * huge pages advised from the fifth segment on.  Segments are committed in
+ * order, under the node's seg_lock, and never moved or uncommitted while
+ * the pool lives; the count of committed slots (pool->fast.node[n].lim)
+ * is published after each.  So the table grows without stopping or even
+ * slowing readers: a lookup is the base plus the slot times 16, beside
+ * one bounds check (pp__lookup), and a lookup with any ref, stale or
+ * garbage, reads only memory that is committed.  node->dir lists the
+ * committed segments' hot records, for the walks of the swap thread and
+ * of pp__table_foreach.
  *
  * Slot allocation, fastest first:
  *   1. the thread's magazine for the node (private list, no atomics);
@@ -36,16 +43,19 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
                                         PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
     if (node->dir == NULL)
         return PP_ENOMEM;
-    pool->dir[node->index] = node->dir;
-    if (pool->swap) {
-        node->adv = pp__alloc_zeroed(PP__SEG_MAX, sizeof *node->adv);
-        if (node->adv == NULL) {
-            pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
-            node->dir = NULL;
-            pool->dir[node->index] = NULL;
-            return PP_ENOMEM;
-        }
+    if ((node->table = pp__topology_table_reserve()) == NULL ||
+        (pool->swap && (node->adv = pp__alloc_zeroed(PP__SEG_MAX, sizeof *node->adv)) == NULL) ||
+        pthread_mutex_init(&node->seg_lock, NULL) != 0) {
+        pp__alloc_free((void *)node->adv);
+        node->adv = NULL;
+        pp__topology_table_release(node->table);
+        node->table = NULL;
+        pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
+        node->dir = NULL;
+        return PP_ENOMEM;
     }
+    pool->fast.node[node->index].base = node->table;
+    pp__atomic_plain_store_relaxed(&pool->fast.node[node->index].lim, 0);
     pp__atomic_store_relaxed(&node->mem_bound, bound);
     ck_stack_init(&node->free_slots);
     pp__atomic_store_relaxed(&node->put.next_slot, 0);
@@ -56,14 +66,13 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node)
 {
     if (node->dir == NULL)
         return;
-    for (uint32_t s = 0; s < PP__SEG_MAX; s++) {
-        pp__entry_t *seg = pp__atomic_load_relaxed(&node->dir[s]);
-        if (seg != NULL)
-            pp__topology_seg_free(seg);
-    }
+    pp__atomic_plain_store_relaxed(&pool->fast.node[node->index].lim, 0);
+    pool->fast.node[node->index].base = NULL;
+    pp__topology_table_release(node->table);
+    node->table = NULL;
+    pthread_mutex_destroy(&node->seg_lock);
     pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
     node->dir = NULL;
-    pool->dir[node->index] = NULL;
     if (node->adv != NULL) {
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
             pp__alloc_free(pp__atomic_load_relaxed(&node->adv[s]));
@@ -90,36 +99,54 @@ static bool advseg_get(pp__node_t *node, uint32_t s)
     return true;
 }
 
-/* Segments from this one on get huge pages (pp__topology_seg_alloc).  A
- * table's first four, 8 MiB, fit a 2048-entry TLB in 4 KiB pages anyway,
- * while a huge page's first touch zeroes 2 MiB at once, in the put that
- * takes its first slot, and may have the kernel compact memory: small
- * pools, of which a process may have many, are spared that. */
+/* Segments from this one on get huge pages.  A table's first four, 8 MiB
+ * of records, fit a 2048-entry TLB in 4 KiB pages anyway, while a huge
+ * page's first touch zeroes 2 MiB at once, in the put that takes its first
+ * slot, and may have the kernel compact memory: small pools, of which a
+ * process may have many, are spared that. */
 #define PP__SEG_HUGE_FROM 4u
+/* Segments whose hot records share a huge page (2 MiB). */
+#define PP__SEG_PER_HOT_PAGE ((uint32_t)((2u << 20) / PP__SEG_HOT_BYTES))
 
-/* Makes sure segment s of node exists. */
+/* Commits segment k of node: its cold records, and the hot records of the
+ * huge page it starts, if it starts one. */
+static bool segment_commit(pp_pool_t *pool, pp__node_t *node, uint32_t k)
+{
+    bool huge = k >= PP__SEG_HUGE_FROM, bound_hot = true, bound_cold;
+    if (k % PP__SEG_PER_HOT_PAGE == 0 &&
+        !pp__topology_table_commit(pool, node->index, node->table + (size_t)k * PP__SEG_HOT_BYTES,
+                                   PP__SEG_PER_HOT_PAGE * PP__SEG_HOT_BYTES, huge, &bound_hot))
+        return false;
+    char *cold = node->table + PP__TABLE_HOT_BYTES + (size_t)k * PP__SEG_COLD_BYTES;
+    if (!pp__topology_table_commit(pool, node->index, cold, PP__SEG_COLD_BYTES, huge, &bound_cold))
+        return false;   /* a hot page committed stays so: the next try commits it again */
+    if (!bound_hot || !bound_cold)
+        pp__atomic_store_relaxed(&node->mem_bound, 0);   /* read only by stats */
+    return true;
+}
+
+/* Makes sure segment s of node exists: commits it and every segment
+ * before it not yet committed, in order, so that the slots below lim are
+ * always committed ones. */
 static pp__entry_t *segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
 {
-    /* acquire: pairs with the release-install below. */
+    /* acquire: pairs with the release below. */
     pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s]);
     if (seg != NULL)
         return seg;
-    if (!advseg_get(node, s))
-        return NULL;
-    bool bound;
-    pp__entry_t *fresh = pp__topology_seg_alloc(pool, node->index, s >= PP__SEG_HUGE_FROM, &bound);
-    if (fresh == NULL)
-        return NULL;
-    pp__entry_t *expected = NULL;
-    /* acq_rel: release publishes the zeroed segment to lookups; acquire (on
-     * failure) gets the winner's segment. */
-    if (!pp__atomic_cas_strong_acq_rel(&node->dir[s], &expected, fresh)) {
-        pp__topology_seg_free(fresh);
-        return expected;
+    pthread_mutex_lock(&node->seg_lock);
+    uint32_t k = pool->fast.node[node->index].lim >> PP__SEG_SHIFT;   /* under seg_lock */
+    for (; k <= s; k++) {
+        if (!advseg_get(node, k) || !segment_commit(pool, node, k))
+            break;
+        /* release: publishes the committed segment (and its advice) to the
+         * swap thread's walks, and, below, to lookups. */
+        pp__atomic_store_release(&node->dir[k],
+                                 (pp__entry_t *)(void *)(node->table + (size_t)k * PP__SEG_HOT_BYTES));
+        pp__atomic_plain_store_release(&pool->fast.node[node->index].lim, (k + 1) << PP__SEG_SHIFT);
     }
-    if (!bound)
-        pp__atomic_store_relaxed(&node->mem_bound, 0);   /* read only by stats */
-    return fresh;
+    pthread_mutex_unlock(&node->seg_lock);
+    return k > s ? pp__atomic_load_relaxed(&node->dir[s]) : NULL;
 }
 
 /* Takes PP__SLOT_CHUNK fresh slots into the magazine. */

@@ -16,7 +16,8 @@
 
 #include "core/core.h"
 
-__thread struct pp__tls_node *pp__thread_tls_last __attribute__((tls_model("initial-exec")));
+__thread pp__inline_thread_t *pp_inline_thread_last
+    __attribute__((tls_model("initial-exec"), visibility("default")));
 static __thread struct pp__tls_node *tls_head __attribute__((tls_model("initial-exec")));
 __thread unsigned pp__thread_cb_depth __attribute__((tls_model("initial-exec")));
 
@@ -132,11 +133,12 @@ static pp__thread_t *thread_register(pp_pool_t *pool)
         return NULL;
     }
 
-    tn->serial = pool->serial;
-    tn->t = t;
+    tn->f.serial = pool->fast.serial;
+    tn->f.thread = t;
+    tn->f.count = (uint64_t *)(void *)t->count;
     tn->next = tls_head;
     tls_head = tn;
-    pp__thread_tls_last = tn;
+    pp_inline_thread_last = &tn->f;
     pthread_once(&exit_once, exit_key_init);
     pthread_setspecific(exit_key, tn);   /* non-NULL: the exit handler runs */
     return t;
@@ -145,9 +147,9 @@ static pp__thread_t *thread_register(pp_pool_t *pool)
 pp__thread_t *pp__thread_get_slow(pp_pool_t *pool)
 {
     for (struct pp__tls_node *n = tls_head; n != NULL; n = n->next) {
-        if (n->serial == pool->serial) {
-            pp__thread_tls_last = n;
-            return n->t;
+        if (n->f.serial == pool->fast.serial) {
+            pp_inline_thread_last = &n->f;
+            return (pp__thread_t *)n->f.thread;
         }
     }
     return thread_register(pool);
@@ -177,8 +179,8 @@ static void tls_unlink(struct pp__tls_node *tn)
             break;
         }
     }
-    if (pp__thread_tls_last == tn)
-        pp__thread_tls_last = tls_head;
+    if (pp_inline_thread_last == &tn->f)
+        pp_inline_thread_last = tls_head != NULL ? &tls_head->f : NULL;
     pp__alloc_free(tn);
 }
 
@@ -187,8 +189,8 @@ int pp_thread_exit(pp_pool_t *pool)
     if (pool == NULL)
         return PP_EINVAL;
     for (struct pp__tls_node *tn = tls_head; tn != NULL; tn = tn->next) {
-        if (tn->serial == pool->serial) {
-            size_t leaked = thread_release(pool, tn->t);
+        if (tn->f.serial == pool->fast.serial) {
+            size_t leaked = thread_release(pool, (pp__thread_t *)tn->f.thread);
             tls_unlink(tn);
             pthread_setspecific(exit_key, tls_head);
             return leaked ? PP_EBUSY : 0;
@@ -202,8 +204,8 @@ int pp_thread_exit(pp_pool_t *pool)
 void pp__thread_tls_forget(pp_pool_t *pool)
 {
     for (struct pp__tls_node *tn = tls_head; tn != NULL; tn = tn->next) {
-        if (tn->serial == pool->serial) {
-            pp__epoch_end(tn->t);
+        if (tn->f.serial == pool->fast.serial) {
+            pp__epoch_end((pp__thread_t *)tn->f.thread);
             tls_unlink(tn);
             pthread_setspecific(exit_key, tls_head);
             return;
@@ -218,15 +220,15 @@ static void thread_exit_handler(void *arg)
     while (tls_head != NULL) {
         struct pp__tls_node *tn = tls_head;
         for (pp_pool_t *p = live_head; p != NULL; p = p->next_live) {
-            if (p->serial == tn->serial) {
-                (void)thread_release(p, tn->t);
+            if (p->fast.serial == tn->f.serial) {
+                (void)thread_release(p, (pp__thread_t *)tn->f.thread);
                 break;
             }
         }
         tls_head = tn->next;
         pp__alloc_free(tn);
     }
-    pp__thread_tls_last = NULL;
+    pp_inline_thread_last = NULL;
     pthread_mutex_unlock(&live_lock);
 }
 

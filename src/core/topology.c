@@ -145,27 +145,44 @@ void pp__topology_node_free(pp_pool_t *pool, void *p, size_t len)
         hwloc_free(pool->topo, p, len);
 }
 
-/* A table segment (entry.h): PP__SEG_BYTES aligned to PP__SEG_BYTES, so
- * records find each other by address.  huge: advise transparent huge pages
- * (madvise mode is the Debian default), one TLB entry for its 32768
- * entries where 4 KiB pages need 512.  Bound to node n like
- * pp__topology_node_alloc's memory; untouched until the slots are handed out (a put
- * writes them), and an mmap'd region is zero. */
-void *pp__topology_seg_alloc(pp_pool_t *pool, unsigned n, bool huge, bool *bound)
+/* A node's table (entry.h, table.c): 4 GiB of address space and no memory.
+ * PROT_NONE keeps it out of the commit charge (even under strict
+ * overcommit) until a segment is committed; the head and tail of the
+ * twice as large mapping go back at once, leaving it aligned to its size,
+ * so that records find each other by address. */
+char *pp__topology_table_reserve(void)
 {
-    const size_t len = PP__SEG_BYTES;
-    *bound = false;
+    const size_t len = PP__TABLE_BYTES;
     if (!pp__alloc_note())
         return NULL;   /* injected failure (tests) */
-    char *raw = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *raw = mmap(NULL, 2 * len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
     char *p = (char *)(((uintptr_t)raw + len - 1) & ~(uintptr_t)(len - 1));
-    /* Keep the aligned part only: the head and tail go back at once. */
     if (p > raw)
         (void)munmap(raw, (size_t)(p - raw));
     if (p + len < raw + 2 * len)
         (void)munmap(p + len, (size_t)(raw + 2 * len - (p + len)));
+    return p;
+}
+
+void pp__topology_table_release(char *base)
+{
+    if (base != NULL)
+        (void)munmap(base, PP__TABLE_BYTES);
+}
+
+/* huge: advise transparent huge pages (madvise mode is the Debian
+ * default), one TLB entry for 2 MiB where 4 KiB pages need 512.  The pages
+ * stay untouched until the slots are handed out (a put writes them), and
+ * fresh pages are zero. */
+bool pp__topology_table_commit(pp_pool_t *pool, unsigned n, char *p, size_t len, bool huge,
+                               bool *bound)
+{
+    *bound = false;
+    if (!pp__alloc_note() || mprotect(p, len, PROT_READ | PROT_WRITE) != 0)
+        return false;   /* (an injected failure, in tests) */
 #ifdef MADV_HUGEPAGE
     if (huge)
         (void)madvise(p, len, MADV_HUGEPAGE);   /* advice only: 4 KiB pages work too */
@@ -178,13 +195,7 @@ void *pp__topology_seg_alloc(pp_pool_t *pool, unsigned n, bool huge, bool *bound
                                         HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_NOCPUBIND |
                                             HWLOC_MEMBIND_STRICT) == 0;
     }
-    return p;
-}
-
-void pp__topology_seg_free(void *p)
-{
-    if (p != NULL)
-        (void)munmap(p, PP__SEG_BYTES);
+    return true;
 }
 
 /* Binds the calling pool thread to node n's CPUs among those the process

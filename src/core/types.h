@@ -33,6 +33,7 @@
 /* ref = node:6 | slot:26 | gen:32 (see pp_ref_node/slot/gen in pinpool.h) */
 #define PP__SLOT_BITS   26u
 #define PP__MAX_SLOTS   ((uint32_t)1 << PP__SLOT_BITS)
+_Static_assert(PP__SLOT_BITS == PP__TABLE_SLOT_BITS, "a table has room for every slot");
 #define PP__SEG_MAX     (PP__MAX_SLOTS >> PP__SEG_SHIFT)  /* 2048 segments (entry.h) */
 #define PP__SLOT_CHUNK  64u                               /* slots taken at once from the bump index */
 
@@ -56,6 +57,11 @@ typedef struct pp__hot_line {
 typedef struct pp__tcount {
     _Atomic uint64_t puts, pins, unpins, retains, releases, gets, queued;
 } pp__tcount_t;
+
+_Static_assert(sizeof(pp__tcount_t) == PP__INLINE_COUNT_WORDS * sizeof(uint64_t) &&
+                   offsetof(pp__tcount_t, pins) == PP__INLINE_COUNT_PINS * sizeof(uint64_t) &&
+                   offsetof(pp__tcount_t, unpins) == PP__INLINE_COUNT_UNPINS * sizeof(uint64_t),
+               "pinpool_inline.h's counters are the thread's");
 
 /* A thread's reclaim queue for one node: pushed by the thread only (its
  * final unpins and releases), batch-popped by the node's reclaimer; one per
@@ -158,7 +164,10 @@ typedef struct pp__node {
     unsigned index;
     hwloc_cpuset_t cpuset;               /* the node's CPUs */
     hwloc_nodeset_t nodeset;             /* the node itself */
-    pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] segments, never freed before destroy */
+    pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] committed segments (table.c),
+                                            never uncommitted before destroy */
+    char *table;                         /* the reserved range they are in */
+    pthread_mutex_t seg_lock;            /* commits segments in order (table.c) */
     pp__advseg_t *_Atomic *adv;          /* [PP__SEG_MAX] advice (swap pools), beside dir */
     _Atomic int mem_bound;               /* dir, node and segments bound to the node */
 
@@ -285,13 +294,16 @@ typedef struct pp__node {
 typedef struct pp__pinrec pp__pinrec_t;  /* track.c */
 
 struct pp_pool {
-    /* What every pin and unpin reads, on one cache line: */
-    uint64_t serial;                     /* unique per pool instance */
+    /* What every pin and unpin reads, first (pinpool_inline.h): the pool's
+     * serial (unique per pool instance), the layout's version, whether
+     * every pin goes the full way (track), and node n's table (table.c):
+     * its reserved range and how many of its slots are committed.  A lookup
+     * computes the entry's address from the base and the slot alone and
+     * checks the slot against lim beside it: no load on the way to the
+     * entry.  Nodes past nnodes have lim 0. */
+    pp__inline_pool_t fast;
     unsigned nnodes;
     bool track;
-    /* dir[n] is nodes[n]->dir, kept here so a lookup is two dependent
-     * loads (directory, segment) before the entry, not three. */
-    pp__entry_t *_Atomic *dir[PP_MAX_NODES];
     pp__node_t *nodes[PP_MAX_NODES];
     size_t mem_limit;
     /* The reclaim backlog (backlog.c): its bound per node and the mark at

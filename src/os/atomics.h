@@ -75,6 +75,7 @@
  * a word is only ever touched through these, the compiler's __atomic
  * builtins on an ordinary pointer: pp_scope_t's busy word.
  */
+#define pp__atomic_plain_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define pp__atomic_plain_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define pp__atomic_plain_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define pp__atomic_plain_cas_strong_acquire(p, expected, desired)             \

@@ -167,16 +167,17 @@ static void invalid_call(thr_t *t)
     t->invalid_checks++;
     void *d = NULL;
     int rc;
+    const char *call;
     switch (rndn(t, 6)) {
-    case 0: rc = pp_pin(g_pool, ref, 0, &d); break;
-    case 1: rc = pp_retain(g_pool, ref); break;
-    case 2: rc = pp_release(g_pool, ref); break;
-    case 3: rc = pp_unpin(g_pool, ref); break;
-    case 4: rc = pp_prefetch(g_pool, ref); break;
-    default: rc = pp_get(g_pool, ref, &d); break;
+    case 0: call = "pp_pin"; rc = pp_pin(g_pool, ref, 0, &d); break;
+    case 1: call = "pp_retain"; rc = pp_retain(g_pool, ref); break;
+    case 2: call = "pp_release"; rc = pp_release(g_pool, ref); break;
+    case 3: call = "pp_unpin"; rc = pp_unpin(g_pool, ref); break;
+    case 4: call = "pp_prefetch"; rc = pp_prefetch(g_pool, ref); break;
+    default: call = "pp_get"; rc = pp_get(g_pool, ref, &d); break;
     }
     if (rc != PP_ESTALE)
-        failf(t, "call with invalid ref %#" PRIx64 ": got %s, expected PP_ESTALE", ref,
+        failf(t, "%s with invalid ref %#" PRIx64 ": got %s, expected PP_ESTALE", call, ref,
               pp_err_name(rc));
 }
 

@@ -25,6 +25,11 @@
 #define _GNU_SOURCE
 #endif
 #include <pinpool.h>
+/* Every pp_pin and pp_unpin of the torture is the inline fast path, as a
+ * program that includes it gets (its misses call the library), and
+ * pp_pool_create checks the header's layout version: the seeds of the fast
+ * path (tests/seeded/) are caught through it. */
+#include <pinpool_inline.h>
 
 #include "common/cli.h"
 #include "common/content.h"

@@ -2,7 +2,14 @@
  * fuzz_ops.c -- fuzz_api target: the op table, and the ops on entries:
  * put, pin, unpin, retain, release, get, stat, prefetch, pin_many,
  * unpin_many, quiescent and stats.
+ *
+ * pp_pin and pp_unpin here are the inline fast path (pinpool_inline.h,
+ * included before the internal headers, so in its users' form); an op's
+ * "plain" bit calls the library's function instead, so the model checks
+ * both against the same entries.
  */
+#include <pinpool_inline.h>
+
 #include "fuzz_api.h"
 
 /* ------------------------------------------------------------------------ */
@@ -212,7 +219,8 @@ void op_pin(rd_t *r)
 void op_unpin(rd_t *r)
 {
     pp_ref_t ref = pick_ref(r);
-    bool pool_null = (u8(r) & 0x0f) == 0x0f;
+    uint8_t b = u8(r);
+    bool pool_null = (b & 0x0f) == 0x0f, plain = b & 0x10;
     int i = classify(ref);
     unsigned allowed;
     if (pool_null)
@@ -223,9 +231,11 @@ void op_unpin(rd_t *r)
         allowed = A(ENOTPINNED);   /* alive: a dead entry with no pins is gone */
     else
         allowed = A_OK;
-    int rc = pp_unpin(pool_null ? NULL : M.pool, ref);
+    int rc = plain ? (pp_unpin)(pool_null ? NULL : M.pool, ref)
+                   : pp_unpin(pool_null ? NULL : M.pool, ref);
     char call[96];
-    snprintf(call, sizeof call, "pp_unpin(0x%016" PRIx64 " [entry %d])", ref, i);
+    snprintf(call, sizeof call, "pp_unpin(0x%016" PRIx64 " [entry %d]%s)", ref, i,
+             plain ? ", plain" : "");
     check_rc(call, rc, allowed);
     if (rc != 0)
         return;

@@ -1,0 +1,242 @@
+#ifndef PINPOOL_INLINE_H
+#define PINPOOL_INLINE_H
+
+/*
+ * pinpool_inline.h -- opt-in inline fast paths of pp_pin and pp_unpin
+ * (docs/api.md, section "Inline fast path").
+ *
+ * Include it after pinpool.h (it includes it) in the files whose pins
+ * count.  pp_pin and pp_unpin then pin and unpin a resident entry in the
+ * caller's own code: the ref's entry is found by address arithmetic, its
+ * pins word is validated and changed by one compare-and-swap, and the
+ * thread's pin count goes up by one.  Anything else -- a first call of the
+ * thread on the pool, an entry that is swapped, being written out, HOT or
+ * dead, a stale ref, contention, tracking (PP_TRACK_PINS), unknown flags --
+ * goes to the library's pp_pin_loc or pp_unpin, which starts over.  Every
+ * promise of pinpool.h holds unchanged: the same errors, the same memory
+ * order, the same statistics; the library's own fast path is this code.
+ *
+ * The code below reads a part of the pool and of the thread's registration
+ * whose layout is versioned: PP_INLINE_ABI.  pp_pool_create, under this
+ * header, passes the version the caller was compiled with, and the library
+ * refuses a pool to a caller whose header does not match (PP_ENOTSUP, with
+ * a report line).  A pool made elsewhere is safe too: each call compares
+ * the pool's version with its own and, if they differ, calls the library.
+ *
+ * Everything named pp__inline_* or PP__INLINE_* here is the layout or the
+ * code, not API: use pp_pin and pp_unpin.  pp_inline_thread_last,
+ * pp_inline_pin_slow and pp_inline_unpin_slow are the library's side of
+ * it, exported for the inlined code only.  C11 or C++11, GCC or Clang.
+ */
+
+#include <pinpool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The fast-path layout's version: changes with any change below. */
+#define PP_INLINE_ABI 1u
+
+/* The pins word of an entry: generation above bit 32, flags, pin count in
+ * bits 0..18 (the library's src/core/entry.h draws it). */
+#define PP__INLINE_PINS     ((uint64_t)0x7FFFF)
+#define PP__INLINE_WPIN     ((uint64_t)1 << 19)
+#define PP__INLINE_LIVE     ((uint64_t)1 << 20)
+#define PP__INLINE_RESIDENT ((uint64_t)1 << 21)
+#define PP__INLINE_DEAD     ((uint64_t)1 << 22)
+#define PP__INLINE_DIRTY    ((uint64_t)1 << 25)
+#define PP__INLINE_EVICTING ((uint64_t)1 << 27)
+#define PP__INLINE_REF      ((uint64_t)1 << 29)
+#define PP__INLINE_HOT      ((uint64_t)1 << 31)
+#define PP__INLINE_GEN_SHIFT 32
+/* A thread's counters for one node: 7 words, pins the second, unpins the
+ * third. */
+#define PP__INLINE_COUNT_WORDS 7u
+#define PP__INLINE_COUNT_PINS 1u
+#define PP__INLINE_COUNT_UNPINS 2u
+
+/* An entry's hot record: what a pin reads and changes. */
+typedef struct pp__inline_entry {
+    uint64_t pw;                 /* pins word; atomic */
+    void *data;
+} pp__inline_entry_t;
+
+/* The start of every pool. */
+typedef struct pp__inline_pool {
+    uint64_t serial;             /* the pool's instance, never reused */
+    uint32_t abi;                /* the library's PP_INLINE_ABI */
+    uint32_t full;               /* nonzero: every call goes to the library */
+    struct {
+        char *base;              /* the node's table: slot s's entry at base + 16 s */
+        uint32_t lim;            /* slots below this are committed; atomic */
+        uint32_t unused;
+    } node[PP_MAX_NODES];
+} pp__inline_pool_t;
+
+/* The start of a thread's registration with a pool. */
+typedef struct pp__inline_thread {
+    uint64_t serial;             /* the pool's */
+    void *thread;                /* the library's record */
+    uint64_t *count;             /* [node * PP__INLINE_COUNT_WORDS + ...]; single
+                                    writer (this thread), atomic for readers */
+} pp__inline_thread_t;
+
+/* The calling thread's registration it used last, with any pool.  The
+ * library's own code reads it as initial-exec, which already asks for
+ * static TLS: callers may as well (a load at a fixed offset from the
+ * thread pointer). */
+extern __thread pp__inline_thread_t *pp_inline_thread_last
+    __attribute__((tls_model("initial-exec"), visibility("default")));
+
+/* What a fast path did: PP__INLINE_DONE, or nothing at all and the caller
+ * must go the full way -- PP__INLINE_MISS (the state asks for it) or
+ * PP__INLINE_CONTENDED (the CAS lost to another thread's). */
+#define PP__INLINE_DONE 0
+#define PP__INLINE_MISS 1
+#define PP__INLINE_CONTENDED 2
+
+/* A hook of the library's test builds: whether its yield points are on,
+ * where the fast path steps aside for the paths that have them. */
+#ifndef PP__INLINE_YIELD_ON
+#define PP__INLINE_YIELD_ON(what) 0
+#endif
+
+/* The entry ref names, if the slot is committed, and the thread's
+ * registration with pool, if it is the one used last; NULL entry: the
+ * full way. */
+static inline pp__inline_entry_t *pp__inline_find(pp_pool_t *pool, pp_ref_t ref,
+                                                  pp__inline_thread_t **t)
+{
+    const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
+    unsigned n = pp_ref_node(ref);           /* < PP_MAX_NODES: 6 bits */
+    uint32_t slot = pp_ref_slot(ref);
+    *t = pp_inline_thread_last;
+    /* acquire: pairs with the release that publishes a segment's commit,
+     * so the zeroed segment is seen before any word in it. */
+    if (__builtin_expect(pool == NULL || f->abi != PP_INLINE_ABI || f->full != 0 ||
+                             *t == NULL || (*t)->serial != f->serial ||
+                             slot >= __atomic_load_n(&f->node[n].lim, __ATOMIC_ACQUIRE),
+                         0))
+        return NULL;
+    return (pp__inline_entry_t *)(void *)f->node[n].base + slot;
+}
+
+/* The thread's own counter: a relaxed load and store, no read-modify-write. */
+static inline void pp__inline_count(pp__inline_thread_t *t, pp_ref_t ref, unsigned which)
+{
+    uint64_t *c = &t->count[pp_ref_node(ref) * PP__INLINE_COUNT_WORDS + which];
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* The pin of a live, resident, cold entry (not HOT, not dead) by a thread
+ * registered with the pool; flags: PP_PIN_WRITE, PP_PIN_NOWAIT. */
+static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
+{
+    pp__inline_thread_t *t;
+    pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
+    if (__builtin_expect(e == NULL || (flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0, 0))
+        return PP__INLINE_MISS;
+    uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+    /* A write pin must not write while the swap thread reads the bytes. */
+    uint64_t slow = (flags & PP_PIN_WRITE) ? PP__INLINE_EVICTING : 0;
+    if (__builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
+                             (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_RESIDENT |
+                                    PP__INLINE_HOT | slow)) !=
+                                 (PP__INLINE_LIVE | PP__INLINE_RESIDENT) ||
+                             (pw & PP__INLINE_PINS) == PP__INLINE_PINS || PP__INLINE_YIELD_ON(PIN),
+                         0))
+        return PP__INLINE_MISS;
+    uint64_t bits = (flags & PP_PIN_WRITE) ? PP__INLINE_DIRTY | PP__INLINE_WPIN : 0;
+    /* acquire: pairs with the release of whoever last wrote the data -- the
+     * putter, a load's commit, a write pinner's unpin -- so this pinner's
+     * reads see it.  One try: contention goes the full way, which counts it. */
+    if (__builtin_expect(!__atomic_compare_exchange_n(&e->pw, &pw, (pw + 1u) | bits | PP__INLINE_REF,
+                                                      0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                         0))
+        return PP__INLINE_CONTENDED;
+    if (data != NULL)
+        *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
+    pp__inline_count(t, ref, PP__INLINE_COUNT_PINS);
+    return PP__INLINE_DONE;
+}
+
+/* The unpin of a live cold entry, not dead, that holds a pin. */
+static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
+{
+    pp__inline_thread_t *t;
+    pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
+    if (__builtin_expect(e == NULL, 0))
+        return PP__INLINE_MISS;
+    uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+    if (__builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
+                             (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_HOT)) !=
+                                 PP__INLINE_LIVE ||
+                             (pw & PP__INLINE_PINS) == 0 || PP__INLINE_YIELD_ON(UNPIN),
+                         0))
+        return PP__INLINE_MISS;
+    /* The last pin takes WPIN with it. */
+    uint64_t next = pw - 1u;
+    if ((next & PP__INLINE_PINS) == 0)
+        next &= ~PP__INLINE_WPIN;
+    /* acq_rel: release orders this holder's reads and writes of the data
+     * before whatever the unpin lets happen next (a write-out, a free, the
+     * next pinner's reads); acquire pairs with the other pinners' releases,
+     * for the swap thread that may act on this word. */
+    if (__builtin_expect(!__atomic_compare_exchange_n(&e->pw, &pw, next, 0, __ATOMIC_ACQ_REL,
+                                                      __ATOMIC_RELAXED),
+                         0))
+        return PP__INLINE_CONTENDED;
+    pp__inline_count(t, ref, PP__INLINE_COUNT_UNPINS);
+    return PP__INLINE_DONE;
+}
+
+/* pp_pool_create, for a caller compiled with layout version abi (the
+ * macro below passes PP_INLINE_ABI): PP_ENOTSUP and a report line (the
+ * options' report hook, else stderr) if the library's differs. */
+PP_API int pp_pool_create_inline(const pp_options_t *opt, pp_pool_t **out, unsigned abi);
+
+/* What pp_pin_loc and pp_unpin do after their fast path, for an inlined
+ * call whose fast path did not finish (why: what it returned). */
+PP_API int pp_inline_pin_slow(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
+                              const char *file, int line, int why);
+PP_API int pp_inline_unpin_slow(pp_pool_t *pool, pp_ref_t ref);
+
+#ifndef PP__INLINE_LIBRARY
+
+static inline int pp__inline_pin_call(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                      void **data, const char *file, int line)
+{
+    int why = pp__inline_pin(pool, ref, flags, data);
+    if (__builtin_expect(why == PP__INLINE_DONE, 1))
+        return 0;
+    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
+}
+
+static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (__builtin_expect(pp__inline_unpin(pool, ref) == PP__INLINE_DONE, 1))
+        return 0;
+    return pp_inline_unpin_slow(pool, ref);
+}
+
+#undef pp_pin
+#undef pp_unpin
+#undef pp_pool_create
+#ifndef PP_NO_CALLSITE
+#define pp_pin(pool, ref, flags, data) \
+    pp__inline_pin_call((pool), (ref), (flags), (data), __FILE__, __LINE__)
+#else
+#define pp_pin(pool, ref, flags, data) \
+    pp__inline_pin_call((pool), (ref), (flags), (data), NULL, 0)
+#endif
+#define pp_unpin(pool, ref) pp__inline_unpin_call((pool), (ref))
+#define pp_pool_create(opt, out) pp_pool_create_inline((opt), (out), PP_INLINE_ABI)
+
+#endif /* !PP__INLINE_LIBRARY */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PINPOOL_INLINE_H */

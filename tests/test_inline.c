@@ -1,0 +1,257 @@
+/* test_inline.c -- the inline fast path of pp_pin and pp_unpin
+ * (include/pinpool_inline.h): every pp_pin and pp_unpin below is inlined,
+ * and each test holds it to what the library's calls promise. */
+#include "helpers.h"
+
+#include <pinpool_inline.h>
+
+#include "testing/testhooks.h" /* pp__debug_hot */
+
+static uint32_t pins_of(pp_pool_t *pool, pp_ref_t r)
+{
+    return test_stat(pool, r).pins;
+}
+
+/* Entry id of ct, of size bytes, put; *buf: its data. */
+static pp_ref_t put_kept(pp_pool_t *pool, ct_t *ct, size_t id, size_t size, void **buf)
+{
+    *buf = ct_buf(ct, id, size);
+    pp_ref_t r = PP_REF_NONE;
+    assert_rc(pp_put(pool, *buf, size, &ct->type, 0, &r), 0);
+    return r;
+}
+
+Test(inline, pins_and_unpins_count_as_the_library_s, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(2);
+    void *abuf, *bbuf;
+    pp_ref_t a = put_kept(pool, ct, 0, 100, &abuf), b = put_kept(pool, ct, 1, 300, &bbuf);
+    void *p = NULL;
+    assert_rc(pp_pin(pool, a, 0, &p), 0);
+    cr_assert_eq(p, abuf);
+    assert_rc(pp_pin(pool, a, 0, NULL), 0);          /* data may be NULL */
+    assert_rc(pp_pin(pool, b, PP_PIN_NOWAIT, &p), 0);
+    cr_assert_eq(p, bbuf);
+    cr_assert(ct_check(p, 1, 300));
+    cr_assert_eq(pins_of(pool, a), 2);
+    cr_assert_eq(pins_of(pool, b), 1);
+    /* The inlined calls and the library's, mixed, on the same counts. */
+    assert_rc((pp_pin)(pool, b, 0, NULL), 0);
+    assert_rc(pp_unpin(pool, b), 0);
+    assert_rc((pp_unpin)(pool, b), 0);
+    assert_rc(pp_unpin(pool, a), 0);
+    assert_rc(pp_unpin(pool, a), 0);
+    assert_rc(pp_unpin(pool, a), PP_ENOTPINNED);
+    cr_assert_eq(pins_of(pool, a), 0);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 4);
+    cr_assert_eq(s.total.unpins, 4);
+    test_destroy(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    cr_assert_eq(ct_frees(ct, 1), 1);
+    ct_delete(ct);
+}
+
+Test(inline, misuse_gets_the_library_s_errors, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    void *p = &p;
+    assert_rc(pp_pin(NULL, r, 0, &p), PP_EINVAL);
+    assert_rc(pp_unpin(NULL, r), PP_EINVAL);
+    assert_rc(pp_pin(pool, r, 0x40000000u, &p), PP_EINVAL);
+    cr_assert_eq(p, &p, "a failed pin leaves *data alone");
+    assert_rc(pp_pin(pool, PP_REF_NONE, 0, &p), PP_ESTALE);
+    assert_rc(pp_unpin(pool, PP_REF_NONE), PP_ESTALE);
+    /* Garbage: the last node, a slot far past the table's commit, and a
+     * live slot under a generation it never had. */
+    pp_ref_t far = ((pp_ref_t)63 << 58) | ((pp_ref_t)0x3FFFFFF << 32) | 7u;
+    assert_rc(pp_pin(pool, far, 0, &p), PP_ESTALE);
+    assert_rc(pp_unpin(pool, far), PP_ESTALE);
+    pp_ref_t wrong_gen = (r & ~(pp_ref_t)0xFFFFFFFFu) | (uint32_t)(pp_ref_gen(r) + 1u);
+    assert_rc(pp_pin(pool, wrong_gen, 0, &p), PP_ESTALE);
+    assert_rc(pp_unpin(pool, wrong_gen), PP_ESTALE);
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    /* A stale ref, once its entry is freed. */
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    assert_rc(pp_pin(pool, r, 0, &p), PP_ESTALE);
+    assert_rc(pp_unpin(pool, r), PP_ESTALE);
+    cr_assert_eq(p, &p);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 0, "no failed call counts");
+    cr_assert_eq(s.total.unpins, 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+Test(inline, write_pin_marks_the_entry_dirty, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    cr_assert_eq(test_stat(pool, r).state & PP_STATE_DIRTY, 0);
+    assert_rc(pp_pin(pool, r, PP_PIN_WRITE, NULL), 0);
+    cr_assert_neq(test_stat(pool, r).state & PP_STATE_DIRTY, 0);
+    assert_rc(pp_unpin(pool, r), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* The final unpin of a dead entry queues it, as the library's does. */
+Test(inline, final_unpin_of_a_dead_entry_frees_it, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    assert_rc(pp_release(pool, r), 0);
+    assert_rc(pp_pin(pool, r, 0, NULL), PP_ESTALE);   /* dead: no new pin */
+    assert_rc(pp_unpin(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 0, "freed while still pinned");
+    assert_rc(pp_unpin(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1);
+    assert_rc(pp_unpin(pool, r), PP_ESTALE);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+static void *pin_on_new_thread(void *arg)
+{
+    void **a = arg;
+    pp_pool_t *pool = a[0];
+    pp_ref_t r = *(pp_ref_t *)a[1];
+    void *p = NULL;
+    intptr_t ok = pp_pin(pool, r, 0, &p) == 0 && p == a[2] && pp_unpin(pool, r) == 0 &&
+                  pp_pin(pool, r, 0, NULL) == 0 && pp_unpin(pool, r) == 0;
+    return (void *)ok;
+}
+
+/* A thread's first call on a pool registers it (the full way); its next
+ * ones are inline; both are counted. */
+Test(inline, first_call_of_a_thread_registers_it, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    void *buf;
+    pp_ref_t r = put_kept(pool, ct, 0, 64, &buf);
+    void *arg[3] = { pool, &r, buf };
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pin_on_new_thread, arg), 0);
+    void *ok = NULL;
+    cr_assert_eq(pthread_join(th, &ok), 0);
+    cr_assert(ok != NULL, "the new thread's pins failed");
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 2);
+    cr_assert_eq(s.total.unpins, 2);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* With PP_TRACK_PINS every call goes the full way: the pin records the
+ * inlined call's own site. */
+Test(inline, tracked_pool_records_the_inlined_call_site, .timeout = 30)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.flags = PP_TRACK_PINS;
+    pp_pool_t *pool = test_pool(&o);
+    ct_t *ct = ct_new(1);
+    pp_ref_t r = ct_put(pool, ct, 0, 64, 0);
+    int line = __LINE__ + 1;
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    assert_rc(pp_pins_dump(pool, f), 0);
+    cr_assert_eq(fclose(f), 0);
+    char site[64];
+    snprintf(site, sizeof site, "test_inline.c:%d", line);
+    cr_assert_not_null(strstr(text, site), "no %s in:\n%s", site, text);
+    free(text);
+    assert_rc(pp_unpin(pool, r), 0);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* A HOT entry's pins are on its shards: the inlined calls take them there
+ * (through the library), and the count stays exact. */
+Test(inline, hot_entry_pins_through_its_shards, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    void *buf;
+    pp_ref_t r = put_kept(pool, ct, 0, 64, &buf);
+    cr_assert_eq(pp__debug_hot(pool, r, 1), 1);
+    void *p = NULL;
+    for (uint32_t i = 1; i <= 3; i++) {
+        assert_rc(pp_pin(pool, r, 0, &p), 0);
+        cr_assert_eq(p, buf);
+        cr_assert_eq(pins_of(pool, r), i);
+    }
+    cr_assert_eq(pp__debug_hot(pool, r, -1), 1, "still HOT");
+    for (uint32_t i = 3; i-- > 0;)
+        assert_rc(pp_unpin(pool, r), 0);
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    cr_assert_eq(pins_of(pool, r), 0);
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 3);
+    cr_assert_eq(s.total.unpins, 3);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* pp_pool_create under this header passes its layout version: a library
+ * of another refuses the pool, with a report line. */
+Test(inline, another_layout_version_is_refused, .timeout = 30)
+{
+    report_cap_t rc;
+    report_cap_init(&rc);
+    pp_options_t o = PP_OPTIONS_INIT;
+    report_cap_attach(&rc, &o);
+    pp_pool_t *pool = (pp_pool_t *)&rc;
+    assert_rc(pp_pool_create_inline(&o, &pool, PP_INLINE_ABI + 1), PP_ENOTSUP);
+    cr_assert_null(pool);
+    cr_assert(report_has(&rc, 0, "pinpool_inline.h", "fast-path layout", "rebuild"));
+    assert_rc(pp_pool_create_inline(NULL, NULL, PP_INLINE_ABI + 1), PP_ENOTSUP);
+    /* The macro passes this header's version, which the library has. */
+    assert_rc(pp_pool_create(&o, &pool), 0);
+    assert_rc(pp_pool_destroy(pool), 0);
+    report_cap_free(&rc);
+}
+
+/* A pool whose layout version is not the caller's (a pool made by another
+ * library in the process): every inlined call goes to the library, which
+ * serves it. */
+Test(inline, pool_of_another_layout_is_served_by_the_library, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    void *buf;
+    pp_ref_t r = put_kept(pool, ct, 0, 64, &buf);
+    pp__inline_pool_t *f = (pp__inline_pool_t *)(void *)pool;
+    uint32_t abi = f->abi;
+    f->abi = PP_INLINE_ABI + 1;        /* as another version would have it */
+    pp__inline_thread_t *t;
+    cr_assert_null(pp__inline_find(pool, r, &t), "the fast path must not read it");
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, 0, &p), 0);
+    cr_assert_eq(p, buf);
+    cr_assert_eq(pins_of(pool, r), 1);
+    assert_rc(pp_unpin(pool, r), 0);
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+    f->abi = abi;
+    cr_assert_not_null(pp__inline_find(pool, r, &t));
+    test_destroy(pool);
+    ct_delete(ct);
+}

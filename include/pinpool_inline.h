@@ -90,11 +90,13 @@ extern __thread pp__inline_thread_t *pp_inline_thread_last
     __attribute__((tls_model("initial-exec"), visibility("default")));
 
 /* What a fast path did: PP__INLINE_DONE, or nothing at all and the caller
- * must go the full way -- PP__INLINE_MISS (the state asks for it) or
- * PP__INLINE_CONTENDED (the CAS lost to another thread's). */
+ * must go the full way -- PP__INLINE_MISS (the state asks for it),
+ * PP__INLINE_CONTENDED (the CAS lost to another thread's) or
+ * PP__INLINE_HOT_ENTRY (the entry is HOT: its pins are the library's). */
 #define PP__INLINE_DONE 0
 #define PP__INLINE_MISS 1
 #define PP__INLINE_CONTENDED 2
+#define PP__INLINE_HOT_ENTRY 3
 
 /* A hook of the library's test builds: whether its yield points are on,
  * where the fast path steps aside for the paths that have them. */
@@ -130,12 +132,13 @@ static inline void pp__inline_count(pp__inline_thread_t *t, pp_ref_t ref, unsign
 }
 
 /* The pin of a live, resident, cold entry (not HOT, not dead) by a thread
- * registered with the pool; flags: PP_PIN_WRITE, PP_PIN_NOWAIT. */
-static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
+ * registered with the pool, e and t as pp__inline_find found them; flags:
+ * PP_PIN_WRITE, PP_PIN_NOWAIT.  PP__INLINE_HOT_ENTRY: the entry was HOT (its
+ * pins are on per-thread shards: the library's). */
+static inline int pp__inline_pin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref,
+                                    unsigned flags, void **data)
 {
-    pp__inline_thread_t *t;
-    pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
-    if (__builtin_expect(e == NULL || (flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0, 0))
+    if (__builtin_expect((flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0, 0))
         return PP__INLINE_MISS;
     uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
     /* A write pin must not write while the swap thread reads the bytes. */
@@ -146,7 +149,7 @@ static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, 
                                  (PP__INLINE_LIVE | PP__INLINE_RESIDENT) ||
                              (pw & PP__INLINE_PINS) == PP__INLINE_PINS || PP__INLINE_YIELD_ON(PIN),
                          0))
-        return PP__INLINE_MISS;
+        return (pw & PP__INLINE_HOT) ? PP__INLINE_HOT_ENTRY : PP__INLINE_MISS;
     uint64_t bits = (flags & PP_PIN_WRITE) ? PP__INLINE_DIRTY | PP__INLINE_WPIN : 0;
     /* acquire: pairs with the release of whoever last wrote the data -- the
      * putter, a load's commit, a write pinner's unpin -- so this pinner's
@@ -161,20 +164,27 @@ static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, 
     return PP__INLINE_DONE;
 }
 
-/* The unpin of a live cold entry, not dead, that holds a pin. */
-static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
+/* The pin of ref by the calling thread, whatever the pool. */
+static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
 {
     pp__inline_thread_t *t;
     pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
     if (__builtin_expect(e == NULL, 0))
         return PP__INLINE_MISS;
+    return pp__inline_pin_at(e, t, ref, flags, data);
+}
+
+/* The unpin of a live cold entry, not dead, that holds a pin; e and t as
+ * pp__inline_find found them.  PP__INLINE_HOT_ENTRY as for a pin. */
+static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref)
+{
     uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
     if (__builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
                              (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_HOT)) !=
                                  PP__INLINE_LIVE ||
                              (pw & PP__INLINE_PINS) == 0 || PP__INLINE_YIELD_ON(UNPIN),
                          0))
-        return PP__INLINE_MISS;
+        return (pw & PP__INLINE_HOT) ? PP__INLINE_HOT_ENTRY : PP__INLINE_MISS;
     /* The last pin takes WPIN with it. */
     uint64_t next = pw - 1u;
     if ((next & PP__INLINE_PINS) == 0)
@@ -189,6 +199,16 @@ static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
         return PP__INLINE_CONTENDED;
     pp__inline_count(t, ref, PP__INLINE_COUNT_UNPINS);
     return PP__INLINE_DONE;
+}
+
+/* The unpin of ref by the calling thread, whatever the pool. */
+static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
+{
+    pp__inline_thread_t *t;
+    pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
+    if (__builtin_expect(e == NULL, 0))
+        return PP__INLINE_MISS;
+    return pp__inline_unpin_at(e, t, ref);
 }
 
 /* pp_pool_create, for a caller compiled with layout version abi (the

@@ -243,7 +243,7 @@ static const pb_impl_t *const impls[] = {
 #else
     &pb_impl_pinpool, &pb_impl_pinpool_qsbr,
 #endif
-    &pb_impl_pinpool_scope,
+    &pb_impl_pinpool_scope, &pb_impl_pinpool_inline,
     &pb_impl_atomic_limit, &pb_impl_naive_array, &pb_impl_cas_floor, &pb_impl_mutex_dict,
     &pb_impl_urcu_lfht,
 };

@@ -30,6 +30,9 @@
 /* 1 in the second copies of pinbench_pinpool.c and pinbench_reclaim.c that
  * bench/sidebyside builds against an older library (bench/CMakeLists.txt,
  * PINBENCH_OLD_LIB); 0 everywhere else. */
+#ifndef PB_INLINE
+#define PB_INLINE 0
+#endif
 #ifndef PB_OLD
 #define PB_OLD 0
 #endif
@@ -93,6 +96,7 @@ typedef struct pb_impl {
 extern const pb_impl_t pb_impl_pinpool;
 extern const pb_impl_t pb_impl_pinpool_qsbr;
 extern const pb_impl_t pb_impl_pinpool_scope;
+extern const pb_impl_t pb_impl_pinpool_inline;   /* pinbench_pinpool.c, PB_INLINE=1 */
 extern const pb_impl_t pb_impl_atomic_limit;
 extern const pb_impl_t pb_impl_naive_array;
 extern const pb_impl_t pb_impl_cas_floor;

@@ -14,6 +14,11 @@
  * A worker registers with the pool before the start barrier (a thread's
  * first call registers it: one allocation, kept out of the timed region).
  *
+ * bench/CMakeLists.txt compiles this file a second time with PB_INLINE=1:
+ * that copy includes pinpool_inline.h, so its pp_pin and pp_unpin are the
+ * inline fast path, and defines pinpool-inline (pp_pin_many, in the task
+ * scenario, has no inline form: a library call there as in pinpool).
+ *
  * bench/sidebyside compiles this file a second time with PB_OLD=1, against
  * an older library's public header, with -Dpp_put=old_pp_put and so on for
  * every function that header declares (bench/CMakeLists.txt), and links
@@ -23,10 +28,17 @@
 #include "pinbench.h"
 
 #include <pinpool.h>
+#if PB_INLINE
+#include <pinpool_inline.h>
+#endif
 
 #include <stdlib.h>
 
-#if PB_OLD
+#if PB_INLINE
+#define PB_IMPL_POOL pb_impl_pinpool_inline
+#define PB_NAME_SUFFIX "-inline"
+#define PB_WHAT_POOL "the same, with pinpool_inline.h: pp_pin and pp_unpin inlined"
+#elif PB_OLD
 #define PB_IMPL_POOL pb_impl_pinpool_old
 #define PB_IMPL_QSBR pb_impl_pinpool_qsbr_old
 #define PB_NAME_SUFFIX "-old"
@@ -110,11 +122,14 @@ static void pool_thread_init(pb_worker_t *w)
         pb_die_pp("pp_unpin (registration)", rc);
 }
 
+#if !PB_INLINE
 static void qsbr_thread_init(pb_worker_t *w)
 {
     pool_thread_init(w);
     pp_quiescent(((pool_table_t *)w->table)->pool);     /* QSBR mode from now on */
 }
+
+#endif
 
 static void pool_thread_exit(pb_worker_t *w)
 {
@@ -205,6 +220,7 @@ static void pool_churn(pb_worker_t *w, unsigned n)
     churn_loop(w, n, 0);
 }
 
+#if !PB_INLINE
 static void qsbr_pairs(pb_worker_t *w, const uint64_t *keys, unsigned n)
 {
     pairs_loop(w, keys, n, 1);
@@ -219,6 +235,7 @@ static void qsbr_churn(pb_worker_t *w, unsigned n)
 {
     churn_loop(w, n, 1);
 }
+#endif
 
 const pb_impl_t PB_IMPL_POOL = {
     .name = "pinpool" PB_NAME_SUFFIX,
@@ -234,6 +251,7 @@ const pb_impl_t PB_IMPL_POOL = {
     .churn = pool_churn,
 };
 
+#if !PB_INLINE
 const pb_impl_t PB_IMPL_QSBR = {
     .name = "pinpool-qsbr" PB_NAME_SUFFIX,
     .what = PB_WHAT_QSBR,
@@ -248,7 +266,9 @@ const pb_impl_t PB_IMPL_QSBR = {
     .churn = qsbr_churn,
 };
 
-#if !PB_OLD
+#endif
+
+#if !PB_OLD && !PB_INLINE
 /* A task through a scope: what the ledger costs against pp_pin_many and
  * pp_unpin_many (the older library of bench/sidebyside may have no scopes,
  * so only this build has it). */

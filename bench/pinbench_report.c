@@ -90,6 +90,22 @@ static const pb_ratio_t ratios[] = {
     { "task",        "pinpool-qsbr", 2, "pinpool",      2, MOPS, AT_LEAST, 1.0 },
     { "task",        "pinpool",      2, "urcu-lfht",    2, MOPS, AT_LEAST, 1.5 },
     { "churn",       "pinpool",      2, "mutex-dict",   2, MOPS, AT_LEAST, 2.0 },
+    /* A pin at the floor: through the shared library within 1.6x of the
+     * floor of any validated pin, inlined within 1.3x; one entry pinned by
+     * 2 threads at 0.9 of twice one thread's atomic add and sub. */
+    { "hot",         "pinpool",        1, "cas-floor",    1, NS,   AT_MOST,  1.6 },
+    { "hot",         "pinpool",        2, "cas-floor",    2, NS,   AT_MOST,  1.6 },
+    { "uniform",     "pinpool",        1, "cas-floor",    1, NS,   AT_MOST,  1.6 },
+    { "uniform",     "pinpool",        2, "cas-floor",    2, NS,   AT_MOST,  1.6 },
+    { "task",        "pinpool",        1, "cas-floor",    1, NS,   AT_MOST,  1.6 },
+    { "task",        "pinpool",        2, "cas-floor",    2, NS,   AT_MOST,  1.6 },
+    { "hot",         "pinpool-inline", 1, "cas-floor",    1, NS,   AT_MOST,  1.3 },
+    { "hot",         "pinpool-inline", 2, "cas-floor",    2, NS,   AT_MOST,  1.3 },
+    { "uniform",     "pinpool-inline", 1, "cas-floor",    1, NS,   AT_MOST,  1.3 },
+    { "uniform",     "pinpool-inline", 2, "cas-floor",    2, NS,   AT_MOST,  1.3 },
+    { "task",        "pinpool-inline", 1, "cas-floor",    1, NS,   AT_MOST,  1.3 },
+    { "task",        "pinpool-inline", 2, "cas-floor",    2, NS,   AT_MOST,  1.3 },
+    { "hot",         "pinpool-inline", 2, "atomic-limit", 1, MOPS, AT_LEAST, 1.8 },
 };
 
 static const pb_result_t *find(const pb_results_t *r, const char *scen, const char *impl,

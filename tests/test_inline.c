@@ -12,6 +12,15 @@ static uint32_t pins_of(pp_pool_t *pool, pp_ref_t r)
     return test_stat(pool, r).pins;
 }
 
+/* The pool's counts of pins and unpins, all nodes, all threads. */
+static void assert_counts(pp_pool_t *pool, uint64_t pins, uint64_t unpins)
+{
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, pins);
+    cr_assert_eq(s.total.unpins, unpins);
+}
+
 /* Entry id of ct, of size bytes, put; *buf: its data. */
 static pp_ref_t put_kept(pp_pool_t *pool, ct_t *ct, size_t id, size_t size, void **buf)
 {
@@ -44,10 +53,7 @@ Test(inline, pins_and_unpins_count_as_the_library_s, .timeout = 30)
     assert_rc(pp_unpin(pool, a), 0);
     assert_rc(pp_unpin(pool, a), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, a), 0);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.total.pins, 4);
-    cr_assert_eq(s.total.unpins, 4);
+    assert_counts(pool, 4, 4);
     test_destroy(pool);
     cr_assert_eq(ct_frees(ct, 0), 1);
     cr_assert_eq(ct_frees(ct, 1), 1);
@@ -82,10 +88,7 @@ Test(inline, misuse_gets_the_library_s_errors, .timeout = 30)
     assert_rc(pp_pin(pool, r, 0, &p), PP_ESTALE);
     assert_rc(pp_unpin(pool, r), PP_ESTALE);
     cr_assert_eq(p, &p);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.total.pins, 0, "no failed call counts");
-    cr_assert_eq(s.total.unpins, 0);
+    assert_counts(pool, 0, 0);                       /* no failed call counts */
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -149,10 +152,7 @@ Test(inline, first_call_of_a_thread_registers_it, .timeout = 30)
     void *ok = NULL;
     cr_assert_eq(pthread_join(th, &ok), 0);
     cr_assert(ok != NULL, "the new thread's pins failed");
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.total.pins, 2);
-    cr_assert_eq(s.total.unpins, 2);
+    assert_counts(pool, 2, 2);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -203,10 +203,7 @@ Test(inline, hot_entry_pins_through_its_shards, .timeout = 30)
         assert_rc(pp_unpin(pool, r), 0);
     assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
     cr_assert_eq(pins_of(pool, r), 0);
-    pp_stats_t s;
-    test_stats(pool, &s);
-    cr_assert_eq(s.total.pins, 3);
-    cr_assert_eq(s.total.unpins, 3);
+    assert_counts(pool, 3, 3);
     test_destroy(pool);
     ct_delete(ct);
 }

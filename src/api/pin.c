@@ -421,9 +421,11 @@ int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
     int why = fe != NULL ? pp__inline_unpin_at(fe, ft, ref) : PP__INLINE_MISS;
     if (PP__LIKELY(why == PP__INLINE_DONE))
         return 0;
-    if (why == PP__INLINE_HOT_ENTRY)
-        return unpin_fast_when_hot(pool, (pp__entry_t *)(void *)fe, (pp__thread_t *)ft->thread,
-                                   ref, pp__atomic_load_relaxed(&fe->pw));
+    if (why == PP__INLINE_HOT_ENTRY) {
+        pp__entry_t *e = (pp__entry_t *)(void *)fe;
+        return unpin_fast_when_hot(pool, e, (pp__thread_t *)ft->thread, ref,
+                                   pp__atomic_load_relaxed(&e->pw));
+    }
     return pp_inline_unpin_slow(pool, ref);
 }
 

@@ -196,13 +196,13 @@ static PP__COLD int pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
     /* Tracking (debug mode) may fail to allocate: its record is made before
      * the pin, so that failure leaves no trace.  Undoing a pin taken first
      * would leave DIRTY (a write pin) and any load it made. */
-    if (PP__UNLIKELY(pool->track) && pp__track_pin(pool, t, ref, file, line) != 0)
+    if (PP__UNLIKELY(pool->fast.full) && pp__track_pin(pool, t, ref, file, line) != 0)
         return PP_ENOMEM;
     rc = pin_any(pool, e, ref, flags, flags, t, data, fails);
     if (PP__UNLIKELY(rc == PP__SLOW))
         rc = pp__pin_slow(pool, e, ref, flags, true, data);
     if (PP__UNLIKELY(rc != 0)) {
-        if (PP__UNLIKELY(pool->track))
+        if (PP__UNLIKELY(pool->fast.full))
             pp__track_unpin(pool, t, ref);   /* a record of this thread for ref */
         return rc;
     }
@@ -210,17 +210,20 @@ static PP__COLD int pin_full(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
     return 0;
 }
 
-/* The fast paths' prologue: the entry a ref names and the calling thread's
- * record, if the pool does not track pins and the thread is the one it saw
- * last; false: take the full way. */
+/* The fast paths' prologue (pp__inline_find): the entry a ref names and
+ * the calling thread's record, if the pool does not track pins and the
+ * thread is the one it saw last; false: take the full way.  The caller
+ * still checks the ref's generation against the entry's word. */
 static inline bool fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
                               pp__thread_t **t)
 {
-    if (PP__UNLIKELY(pool == NULL || pool->track))
+    pp__inline_thread_t *ft;
+    pp__inline_entry_t *fe = pp__inline_find(pool, ref, &ft);
+    if (PP__UNLIKELY(fe == NULL))
         return false;
-    *e = pp__lookup(pool, ref);
-    *t = pp__thread_cached(pool);
-    return PP__LIKELY(*e != NULL && *t != NULL);
+    *e = (pp__entry_t *)(void *)fe;
+    *t = (pp__thread_t *)ft->thread;
+    return true;
 }
 
 /* A pin that the fast path found HOT: one CAS on the thread's cached shard
@@ -366,7 +369,7 @@ int pp__pin_unpin(pp_pool_t *pool, pp_ref_t ref, pp__thread_t *t)
     if (PP__UNLIKELY(e == NULL))
         return PP_ESTALE;
     int rc = unpin_any(pool, e, ref, t, true);
-    if (PP__UNLIKELY(pool->track) && rc == 0)
+    if (PP__UNLIKELY(pool->fast.full) && rc == 0)
         pp__track_unpin(pool, t, ref);
     return rc;
 }
@@ -556,7 +559,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         }
     }
     /* 2. Tracking (debug mode) may fail to allocate: undo everything. */
-    if (PP__UNLIKELY(pool->track)) {
+    if (PP__UNLIKELY(pool->fast.full)) {
         for (size_t i = 0; i < n; i++) {
             if (pp__track_pin(pool, t, refs[i], file, line) != 0) {
                 while (i-- > 0)
@@ -676,7 +679,7 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
                     *done = base + i + 1;
                 return rc;
             }
-            if (PP__UNLIKELY(pool->track))
+            if (PP__UNLIKELY(pool->fast.full))
                 pp__track_unpin(pool, t, refs[base + i]);
         }
     }

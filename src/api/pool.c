@@ -105,16 +105,10 @@ int pp_pool_create(const pp_options_t *opt, pp_pool_t **out)
 int pp_pool_create_inline(const pp_options_t *opt, pp_pool_t **out, unsigned abi)
 {
     if (abi != PP_INLINE_ABI) {
-        /* No pool yet: the options' report hook, else stderr (as pp__report). */
-        char line[200];
-        snprintf(line, sizeof line,
-                 "pinpool: pinpool_inline.h of fast-path layout %u, this library has %u: "
-                 "rebuild against the headers of the library it runs with",
-                 abi, PP_INLINE_ABI);
-        if (opt != NULL && opt->report != NULL)
-            opt->report(line, opt->report_ctx);
-        else
-            fprintf(stderr, "%s\n", line);
+        pp__report_opt(opt,
+                       "pinpool: pinpool_inline.h of fast-path layout %u, this library has %u: "
+                       "rebuild against the headers of the library it runs with",
+                       abi, PP_INLINE_ABI);
         if (out != NULL)
             *out = NULL;
         return PP_ENOTSUP;
@@ -158,9 +152,8 @@ int pp__pool_create_dev(const pp_options_t *opt, pp__swapdev_t *dev, pp_pool_t *
     pool->report_ctx = opt->report_ctx;
     pp__debug_yield_env();               /* PINPOOL_YIELD (debug builds) */
     const char *env = getenv("PINPOOL_TRACK_PINS");
-    pool->track = (opt->flags & PP_TRACK_PINS) != 0 ||
-                  (env != NULL && strcmp(env, "1") == 0);
-    pool->fast.full = pool->track;      /* tracked pins go the full way */
+    pool->fast.full = (opt->flags & PP_TRACK_PINS) != 0 ||
+                      (env != NULL && strcmp(env, "1") == 0);
 
     /* Locks and semaphore first, so pool_free can always run. */
     if (pthread_mutex_init(&pool->track_lock, NULL) != 0) {
@@ -249,12 +242,12 @@ static void find_pinned(pp_pool_t *pool, unsigned n, pp__entry_t *e, void *arg)
         return;
     pp_ref_t ref = pp__ref_make(n, pp__cold(e)->slot, pp__word_gen(pw));
     scan->pinned++;
-    if (!pool->track || pp__track_report_ref(pool, ref) == 0)
+    if (!pool->fast.full || pp__track_report_ref(pool, ref) == 0)
         pp__report(pool,
                    "pinpool: destroy: ref 0x%016" PRIx64 " (node %u slot %" PRIu32
                    ") still holds %" PRIu32 " pin(s)%s",
                    ref, n, pp__cold(e)->slot, pp__pw_pins(pw),
-                   pool->track ? "" : " (enable PP_TRACK_PINS to see where)");
+                   pool->fast.full ? "" : " (enable PP_TRACK_PINS to see where)");
 }
 
 int pp_pool_destroy(pp_pool_t *pool)

@@ -368,7 +368,7 @@ int pp_pins_dump(pp_pool_t *pool, FILE *out)
 {
     if (pool == NULL || out == NULL)
         return PP_EINVAL;
-    if (!pool->track)
+    if (!pool->fast.full)
         return PP_ENOTSUP;
     return pp__track_dump(pool, out);
 }

@@ -17,6 +17,10 @@
 /* report.c */
 void pp__report(pp_pool_t *pool, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The same before there is a pool: the options' report callback (or
+ * stderr; opt may be NULL). */
+void pp__report_opt(const pp_options_t *opt, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* tevent.c -- the events of the timeline trace (api/trace.c writes them):
  * what each thread did that took time, recorded on slow paths only (I/O,
@@ -140,13 +144,6 @@ extern __thread unsigned pp__thread_cb_depth __attribute__((tls_model("initial-e
 static inline bool pp__in_callback(void) { return PP__UNLIKELY(pp__thread_cb_depth != 0); }
 static inline void pp__callback_enter(void) { pp__thread_cb_depth++; }
 static inline void pp__callback_leave(void) { pp__thread_cb_depth--; }
-/* The calling thread's record if it is the one it used last, else NULL. */
-static inline pp__thread_t *pp__thread_cached(pp_pool_t *pool)
-{
-    pp__inline_thread_t *n = pp_inline_thread_last;
-    return PP__LIKELY(n != NULL && n->serial == pool->fast.serial) ? (pp__thread_t *)n->thread
-                                                                    : NULL;
-}
 /* The calling thread's record for pool, registering it on first use.
  * NULL only if that one-time registration could not allocate. */
 static inline pp__thread_t *pp__thread_get(pp_pool_t *pool)

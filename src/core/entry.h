@@ -55,7 +55,7 @@
  * Transitions of `pw` (gen g; pins p; BUSY = EVICTING | LOADING), each made
  * by the function named in its row (below), the only code that writes `pw`
  * -- but for the fast path of the pin and unpin rows, which is
- * pp__inline_pin and pp__inline_unpin in include/pinpool_inline.h (the
+ * pp__inline_pin_at and pp__inline_unpin_at in include/pinpool_inline.h (the
  * same transitions, the same orders, for the library and for the programs
  * that inline them):
  *

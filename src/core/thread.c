@@ -161,7 +161,7 @@ pp__thread_t *pp__thread_get_slow(pp_pool_t *pool)
 static size_t thread_release(pp_pool_t *pool, pp__thread_t *t)
 {
     pp__epoch_end(t);
-    size_t leaked = pool->track ? pp__track_report_thread(pool, t) : 0;
+    size_t leaked = pool->fast.full ? pp__track_report_thread(pool, t) : 0;
     pp__table_magazine_return(pool, t);
     pthread_mutex_lock(&pool->reg_lock);
     t->in_use = false;

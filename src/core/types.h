@@ -300,10 +300,10 @@ struct pp_pool {
      * its reserved range and how many of its slots are committed.  A lookup
      * computes the entry's address from the base and the slot alone and
      * checks the slot against lim beside it: no load on the way to the
-     * entry.  Nodes past nnodes have lim 0. */
+     * entry.  Nodes past nnodes have lim 0.  fast.full is the pool's
+     * PP_TRACK_PINS: tracked pins go the full way. */
     pp__inline_pool_t fast;
     unsigned nnodes;
-    bool track;
     pp__node_t *nodes[PP_MAX_NODES];
     size_t mem_limit;
     /* The reclaim backlog (backlog.c): its bound per node and the mark at

@@ -90,6 +90,17 @@ Test(alloc, thread_registration_failure_is_clean, .timeout = 60)
 
 /* ---- table growth in pp_put ----------------------------------------------- */
 
+/* Puts n entries of 16 malloc'd bytes on node 0, so that the table's first
+ * n slots are taken; refs: room for n. */
+static void fill_node0(pp_pool_t *pool, pp_ref_t *refs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        void *buf = malloc(16);
+        cr_assert_not_null(buf);
+        assert_rc(pp_put(pool, buf, 16, NULL, PP_ON_NODE(0), &refs[i]), 0);
+    }
+}
+
 Test(alloc, put_needing_a_segment_fails_cleanly, .timeout = 60)
 {
     pp_options_t o = PP_OPTIONS_INIT;
@@ -98,11 +109,7 @@ Test(alloc, put_needing_a_segment_fails_cleanly, .timeout = 60)
     const size_t SEG = pp__table_seg_slots();
     pp_ref_t *refs = calloc(SEG + 1, sizeof *refs);
     cr_assert_not_null(refs);
-    for (size_t i = 0; i < SEG; i++) {       /* fills segment 0 of node 0 */
-        void *buf = malloc(16);
-        cr_assert_not_null(buf);
-        assert_rc(pp_put(pool, buf, 16, NULL, PP_ON_NODE(0), &refs[i]), 0);
-    }
+    fill_node0(pool, refs, SEG);             /* fills segment 0 of node 0 */
     pp_stats_t before;
     test_stats(pool, &before);
 
@@ -131,6 +138,45 @@ Test(alloc, put_needing_a_segment_fails_cleanly, .timeout = 60)
     test_stats(pool, &after);
     cr_assert_eq(after.total.frees, SEG + 1);
     cr_assert_eq(after.total.resident_bytes, 0);
+    free(refs);
+    test_destroy(pool);
+}
+
+/* The fifth segment is the first of a new page of hot records: its commit
+ * is two (the page, then the segment's cold records).  Each failing leaves
+ * nothing half done: the next put commits what is missing, and its entry
+ * pins and frees as any other. */
+Test(alloc, put_committing_a_hot_page_survives_each_failure, .timeout = 120)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    const size_t n = 4 * pp__table_seg_slots();   /* segments 0 to 3 */
+    pp_ref_t *refs = calloc(n + 1, sizeof *refs);
+    cr_assert_not_null(refs);
+    fill_node0(pool, refs, n);
+    void *buf = malloc(16);
+    cr_assert_not_null(buf);
+    int k;
+    for (k = 0; k < SWEEP_MAX; k++) {
+        pp__alloc_fail_after(k);
+        refs[n] = PP_REF_NONE;
+        int rc = pp_put(pool, buf, 16, NULL, PP_ON_NODE(0), &refs[n]);
+        pp__alloc_fail_after(-1);
+        if (rc == 0)
+            break;
+        assert_rc(rc, PP_ENOMEM, "allocation %d of the put failed", k);
+        cr_assert_eq(refs[n], PP_REF_NONE, "a failed put writes no ref");
+    }
+    cr_assert_eq(k, 2, "the hot page and the cold records: %d allocations", k);
+    void *d;
+    assert_rc(pp_pin(pool, refs[n], 0, &d), 0);
+    cr_assert_eq(d, buf);
+    assert_rc(pp_unpin(pool, refs[n]), 0);
+    for (size_t i = 0; i <= n; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+    test_drain(pool);
+    pp_stats_t after;
+    test_stats(pool, &after);
+    cr_assert_eq(after.total.frees, n + 1);
     free(refs);
     test_destroy(pool);
 }

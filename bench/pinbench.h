@@ -30,11 +30,13 @@
 /* 1 in the second copies of pinbench_pinpool.c and pinbench_reclaim.c that
  * bench/sidebyside builds against an older library (bench/CMakeLists.txt,
  * PINBENCH_OLD_LIB); 0 everywhere else. */
-#ifndef PB_INLINE
-#define PB_INLINE 0
-#endif
 #ifndef PB_OLD
 #define PB_OLD 0
+#endif
+/* 1 in the second copy of pinbench_pinpool.c that includes pinpool_inline.h
+ * (pinpool-inline, bench/CMakeLists.txt); 0 everywhere else. */
+#ifndef PB_INLINE
+#define PB_INLINE 0
 #endif
 
 /* Bytes of data each entry holds, and that a task reads from each input. */

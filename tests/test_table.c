@@ -407,3 +407,115 @@ Test(table, growth_under_concurrent_pins, .timeout = 120)
     free(g.refs);
     ct_delete(g.ct);
 }
+
+/* ---- two puts in one new segment ------------------------------------------ */
+
+typedef struct seg_race {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool armed, arrived, go, waited;
+    pp_pool_t *pool;
+    ct_t *ct;
+    void *buf;
+    pp_ref_t ref;
+    int rc;
+} seg_race_t;
+
+static void seg_race_point(enum pp__test_point where, void *arg, void *ctx)
+{
+    (void)arg;
+    seg_race_t *r = ctx;
+    pthread_mutex_lock(&r->mu);
+    if (where == PP__TP_SEG_PUBLISH && r->armed) {
+        r->armed = false;                /* this put is the committing one */
+        r->arrived = true;
+        pthread_cond_broadcast(&r->cv);
+        while (!r->go)
+            pthread_cond_wait(&r->cv, &r->mu);
+    } else if (where == PP__TP_SEG_LOCK && r->arrived && !r->go) {
+        r->waited = true;                /* the second put will wait: let the first go */
+        r->go = true;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void *seg_race_committer(void *arg)
+{
+    seg_race_t *r = arg;
+    r->rc = pp_put(r->pool, r->buf, 64, &r->ct->type, PP_ON_NODE(0), &r->ref);
+    return NULL;
+}
+
+/* A put that commits a segment of the table publishes it in two stores:
+ * in node->dir (for the swap thread's walks), then under the lookups'
+ * bound.  A second put whose slots lie in the same segment may not take
+ * them in between: the ref it handed out would be stale to every lookup
+ * until the second store (the lookup finds the slot out of bounds), and
+ * in debug builds the slot's own check aborts.  Here the committing put
+ * stops between the two stores; the second put must wait for it, and
+ * both entries pin.  (Before the fix the second put took its slots as
+ * soon as node->dir listed the segment.) */
+Test(table, put_in_a_segment_being_published_waits_for_it, .timeout = 60)
+{
+    seg_race_t r = { .armed = true };
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    r.pool = test_pool(NULL);
+    r.ct = ct_new(2);
+    const size_t SEG = pp__table_seg_slots();
+    pp_ref_t *fill = calloc(SEG, sizeof *fill);
+    cr_assert_not_null(fill);
+    /* Segment 0 of node 0, whole: this thread's magazine is left empty. */
+    for (size_t i = 0; i < SEG; i++) {
+        void *buf = malloc(16);
+        cr_assert_not_null(buf);
+        assert_rc(pp_put(r.pool, buf, 16, NULL, PP_ON_NODE(0), &fill[i]), 0);
+    }
+    r.buf = ct_buf(r.ct, 1, 64);
+    pp__test_point_hook(seg_race_point, &r);
+    pthread_t th;
+    test_thread_start(&th, seg_race_committer, &r);
+    pthread_mutex_lock(&r.mu);
+    while (!r.arrived)
+        pthread_cond_wait(&r.cv, &r.mu);
+    pthread_mutex_unlock(&r.mu);
+
+    /* The next chunk of slots is in segment 1, which the other put holds
+     * half published. */
+    void *buf = ct_buf(r.ct, 0, 64), *d = NULL;
+    pp_ref_t mine = PP_REF_NONE;
+    int rc = pp_put(r.pool, buf, 64, &r.ct->type, PP_ON_NODE(0), &mine);
+    /* Pinned before the other put may go on: with the bug, it is still
+     * stopped, and the ref just handed out is stale. */
+    int rc_pin = rc == 0 ? pp_pin(r.pool, mine, 0, &d) : rc;
+    pthread_mutex_lock(&r.mu);
+    r.go = true;                         /* if the put did not wait, let the other go */
+    pthread_cond_broadcast(&r.cv);
+    pthread_mutex_unlock(&r.mu);
+    test_thread_join(th);
+    pp__test_point_hook(NULL, NULL);
+    assert_rc(rc, 0);
+    assert_rc(r.rc, 0);
+    assert_rc(rc_pin, 0, "the pin of a ref that pp_put just gave");
+    cr_assert(r.waited, "the put took slots of a segment not yet published");
+    cr_assert_eq(pp_ref_slot(mine) / SEG, 1, "slot %u", pp_ref_slot(mine));
+    cr_assert_eq(pp_ref_slot(r.ref) / SEG, 1, "slot %u", pp_ref_slot(r.ref));
+    cr_assert(ct_check(d, 0, 64));
+    assert_rc(pp_unpin(r.pool, mine), 0);
+    assert_live(r.pool, r.ct, r.ref, 1, 64);
+    cr_assert(pp__pool_is_valid(r.pool));
+
+    assert_rc(pp_release(r.pool, mine), 0);
+    assert_rc(pp_release(r.pool, r.ref), 0);
+    for (size_t i = 0; i < SEG; i++)
+        assert_rc(pp_release(r.pool, fill[i]), 0);
+    test_drain(r.pool);
+    test_destroy(r.pool);
+    cr_assert_eq(ct_frees(r.ct, 0), 1);
+    cr_assert_eq(ct_frees(r.ct, 1), 1);
+    free(fill);
+    ct_delete(r.ct);
+    pthread_cond_destroy(&r.cv);
+    pthread_mutex_destroy(&r.mu);
+}

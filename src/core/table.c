@@ -130,23 +130,29 @@ static bool segment_commit(pp_pool_t *pool, pp__node_t *node, uint32_t k)
  * always committed ones. */
 static pp__entry_t *segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
 {
-    /* acquire: pairs with the release below. */
-    pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s]);
-    if (seg != NULL)
+    pp__entry_t *seg = (pp__entry_t *)(void *)(node->table + (size_t)s * PP__SEG_HOT_BYTES);
+    /* The test is on lim, the last of a commit's stores, never on dir[s]:
+     * a slot handed out must be one that lookups find, whoever committed
+     * its segment.  acquire: pairs with the release of lim below (the
+     * segment's records, zeroed, and its advice). */
+    if (s < pp__atomic_plain_load_acquire(&pool->fast.node[node->index].lim) >> PP__SEG_SHIFT)
         return seg;
+    PP__TEST_POINT(SEG_LOCK, node);
     pthread_mutex_lock(&node->seg_lock);
     uint32_t k = pool->fast.node[node->index].lim >> PP__SEG_SHIFT;   /* under seg_lock */
     for (; k <= s; k++) {
         if (!advseg_get(node, k) || !segment_commit(pool, node, k))
             break;
         /* release: publishes the committed segment (and its advice) to the
-         * swap thread's walks, and, below, to lookups. */
+         * swap thread's walks. */
         pp__atomic_store_release(&node->dir[k],
                                  (pp__entry_t *)(void *)(node->table + (size_t)k * PP__SEG_HOT_BYTES));
+        PP__TEST_POINT(SEG_PUBLISH, node);
+        /* release: publishes it to lookups and to the puts above. */
         pp__atomic_plain_store_release(&pool->fast.node[node->index].lim, (k + 1) << PP__SEG_SHIFT);
     }
     pthread_mutex_unlock(&node->seg_lock);
-    return k > s ? pp__atomic_load_relaxed(&node->dir[s]) : NULL;
+    return k > s ? seg : NULL;
 }
 
 /* Takes PP__SLOT_CHUNK fresh slots into the magazine. */

@@ -146,6 +146,13 @@ enum pp__test_point {
     PP__TP_HAND_WRAP,     /* evict.c, a pass's hand back at slot 0, before it
                              counts the slots of its new turn (arg: the node;
                              node->sw.hand is where the last turn ended) */
+    PP__TP_SEG_PUBLISH,   /* table.c, a put committing a segment of its node's
+                             table: committed and listed in node->dir, its
+                             slots not yet under the lookups' bound, the
+                             node's seg_lock held (arg: the node) */
+    PP__TP_SEG_LOCK,      /* table.c, a put whose slots lie in a segment it
+                             does not see published, about to take the node's
+                             seg_lock (arg: the node) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
 #if PP__TESTING

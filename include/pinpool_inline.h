@@ -2,8 +2,8 @@
 #define PINPOOL_INLINE_H
 
 /*
- * pinpool_inline.h -- opt-in inline fast paths of pp_pin and pp_unpin
- * (docs/api.md, section "Inline fast path").
+ * pinpool_inline.h -- opt-in inline fast paths of pp_pin, pp_unpin,
+ * pp_pin_many and pp_unpin_many (docs/api.md, section "Inline fast path").
  *
  * Include it after pinpool.h (it includes it) in the files whose pins
  * count.  pp_pin and pp_unpin then pin and unpin a resident entry in the
@@ -12,9 +12,15 @@
  * thread's pin count goes up by one.  Anything else -- a first call of the
  * thread on the pool, an entry that is swapped, being written out, HOT or
  * dead, a stale ref, contention, tracking (PP_TRACK_PINS), unknown flags --
- * goes to the library's pp_pin_loc or pp_unpin, which starts over.  Every
- * promise of pinpool.h holds unchanged: the same errors, the same memory
- * order, the same statistics; the library's own fast path is this code.
+ * goes to the library, which starts over.  pp_pin_many and pp_unpin_many
+ * do the same for batches of up to PP__INLINE_BATCH refs (read pins; an
+ * unpin batch without a ref twice): all records are found and prefetched
+ * before the first compare-and-swap, and a batch the fast path cannot
+ * finish is handed to the library with what it did (pins it took, to be
+ * dropped uncounted; pins it dropped after the whole check), so that a
+ * failed pp_pin_many still leaves no trace.  Every promise of pinpool.h
+ * holds unchanged: the same errors, the same memory order, the same
+ * statistics; the library's own fast paths are this code.
  *
  * The code below reads a part of the pool and of the thread's registration
  * whose layout is versioned: PP_INLINE_ABI.  pp_pool_create, under this
@@ -24,9 +30,9 @@
  * the pool's version with its own and, if they differ, calls the library.
  *
  * Everything named pp__inline_* or PP__INLINE_* here is the layout or the
- * code, not API: use pp_pin and pp_unpin.  pp_inline_thread_last,
- * pp_inline_pin_slow and pp_inline_unpin_slow are the library's side of
- * it, exported for the inlined code only.  C11 or C++11, GCC or Clang.
+ * code, not API: use the calls above.  pp_inline_thread_last and the
+ * functions pp_inline_*_slow are the library's side of it, exported for
+ * the inlined code only.  C11 or C++11, GCC or Clang.
  */
 
 #include <pinpool.h>
@@ -35,7 +41,8 @@
 extern "C" {
 #endif
 
-/* The fast-path layout's version: changes with any change below. */
+/* The fast-path layout's version: changes with any change of the layout
+ * below (the words read and their meaning). */
 #define PP_INLINE_ABI 1u
 
 /* The pins word of an entry: generation above bit 32, flags, pin count in
@@ -103,25 +110,47 @@ extern __thread pp__inline_thread_t *pp_inline_thread_last
 #ifndef PP__INLINE_YIELD_ON
 #define PP__INLINE_YIELD_ON(what) 0
 #endif
+/* Another: a test point there (what the library's own fast paths reach). */
+#ifndef PP__INLINE_POINT
+#define PP__INLINE_POINT(where, arg) ((void)0)
+#endif
 
-/* The entry ref names, if the slot is committed, and the thread's
- * registration with pool, if it is the one used last; NULL entry: the
- * full way. */
-static inline pp__inline_entry_t *pp__inline_find(pp_pool_t *pool, pp_ref_t ref,
-                                                  pp__inline_thread_t **t)
+/* The calling thread's registration with pool, if the fast paths may run
+ * there (the library's layout, no tracking, the pool the thread used
+ * last); NULL: the full way. */
+static inline pp__inline_thread_t *pp__inline_ready(pp_pool_t *pool)
+{
+    const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
+    pp__inline_thread_t *t = pp_inline_thread_last;
+    if (__builtin_expect(pool == NULL || f->abi != PP_INLINE_ABI || f->full != 0 || t == NULL ||
+                             t->serial != f->serial,
+                         0))
+        return NULL;
+    return t;
+}
+
+/* The entry ref names in pool, if its slot is committed; NULL: the full
+ * way. */
+static inline pp__inline_entry_t *pp__inline_entry(pp_pool_t *pool, pp_ref_t ref)
 {
     const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
     unsigned n = pp_ref_node(ref);           /* < PP_MAX_NODES: 6 bits */
     uint32_t slot = pp_ref_slot(ref);
-    *t = pp_inline_thread_last;
     /* acquire: pairs with the release that publishes a segment's commit,
      * so the zeroed segment is seen before any word in it. */
-    if (__builtin_expect(pool == NULL || f->abi != PP_INLINE_ABI || f->full != 0 ||
-                             *t == NULL || (*t)->serial != f->serial ||
-                             slot >= __atomic_load_n(&f->node[n].lim, __ATOMIC_ACQUIRE),
-                         0))
+    if (__builtin_expect(slot >= __atomic_load_n(&f->node[n].lim, __ATOMIC_ACQUIRE), 0))
         return NULL;
     return (pp__inline_entry_t *)(void *)f->node[n].base + slot;
+}
+
+/* The entry ref names, if the slot is committed, and the thread's
+ * registration with pool, if the fast paths may run; NULL entry: the full
+ * way. */
+static inline pp__inline_entry_t *pp__inline_find(pp_pool_t *pool, pp_ref_t ref,
+                                                  pp__inline_thread_t **t)
+{
+    *t = pp__inline_ready(pool);
+    return *t != NULL ? pp__inline_entry(pool, ref) : NULL;
 }
 
 /* The thread's own counter: a relaxed load and store, no read-modify-write. */
@@ -131,12 +160,12 @@ static inline void pp__inline_count(pp__inline_thread_t *t, pp_ref_t ref, unsign
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
-/* The pin of a live, resident, cold entry (not HOT, not dead) by a thread
- * registered with the pool, e and t as pp__inline_find found them; flags:
- * PP_PIN_WRITE, PP_PIN_NOWAIT.  PP__INLINE_HOT_ENTRY: the entry was HOT (its
- * pins are on per-thread shards: the library's). */
-static inline int pp__inline_pin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref,
-                                    unsigned flags, void **data)
+/* The pin of a live, resident, cold entry (not HOT, not dead), e as
+ * pp__inline_find found it, not yet counted; flags: PP_PIN_WRITE,
+ * PP_PIN_NOWAIT.  PP__INLINE_HOT_ENTRY: the entry was HOT (its pins are on
+ * per-thread shards: the library's). */
+static inline int pp__inline_pin_word(pp__inline_entry_t *e, pp_ref_t ref, unsigned flags,
+                                      void **data)
 {
     if (__builtin_expect((flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0, 0))
         return PP__INLINE_MISS;
@@ -160,8 +189,18 @@ static inline int pp__inline_pin_at(pp__inline_entry_t *e, pp__inline_thread_t *
         return PP__INLINE_CONTENDED;
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
-    pp__inline_count(t, ref, PP__INLINE_COUNT_PINS);
     return PP__INLINE_DONE;
+}
+
+/* pp__inline_pin_word, counted: the pin of a thread registered with the
+ * pool, e and t as pp__inline_find found them. */
+static inline int pp__inline_pin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref,
+                                    unsigned flags, void **data)
+{
+    int why = pp__inline_pin_word(e, ref, flags, data);
+    if (__builtin_expect(why == PP__INLINE_DONE, 1))
+        pp__inline_count(t, ref, PP__INLINE_COUNT_PINS);
+    return why;
 }
 
 /* The pin of ref by the calling thread, whatever the pool. */
@@ -174,17 +213,21 @@ static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, 
     return pp__inline_pin_at(e, t, ref, flags, data);
 }
 
-/* The unpin of a live cold entry, not dead, that holds a pin; e and t as
- * pp__inline_find found them.  PP__INLINE_HOT_ENTRY as for a pin. */
-static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref)
+/* Whether pins word pw lets ref's unpin be the fast one: a live cold
+ * entry of ref's generation, not dead, that holds a pin. */
+static inline int pp__inline_unpin_ok(uint64_t pw, pp_ref_t ref)
 {
-    uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
-    if (__builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
-                             (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_HOT)) !=
-                                 PP__INLINE_LIVE ||
-                             (pw & PP__INLINE_PINS) == 0 || PP__INLINE_YIELD_ON(UNPIN),
-                         0))
-        return (pw & PP__INLINE_HOT) ? PP__INLINE_HOT_ENTRY : PP__INLINE_MISS;
+    return __builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) == pp_ref_gen(ref) &&
+                                (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_HOT)) ==
+                                    PP__INLINE_LIVE &&
+                                (pw & PP__INLINE_PINS) != 0 && !PP__INLINE_YIELD_ON(UNPIN),
+                            1);
+}
+
+/* Drops one pin of e, whose pins word was pw (pp__inline_unpin_ok), by
+ * one compare-and-swap; false if the word changed meanwhile. */
+static inline int pp__inline_unpin_cas(pp__inline_entry_t *e, uint64_t pw)
+{
     /* The last pin takes WPIN with it. */
     uint64_t next = pw - 1u;
     if ((next & PP__INLINE_PINS) == 0)
@@ -193,9 +236,19 @@ static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t
      * before whatever the unpin lets happen next (a write-out, a free, the
      * next pinner's reads); acquire pairs with the other pinners' releases,
      * for the swap thread that may act on this word. */
-    if (__builtin_expect(!__atomic_compare_exchange_n(&e->pw, &pw, next, 0, __ATOMIC_ACQ_REL,
-                                                      __ATOMIC_RELAXED),
-                         0))
+    return __builtin_expect(__atomic_compare_exchange_n(&e->pw, &pw, next, 0, __ATOMIC_ACQ_REL,
+                                                        __ATOMIC_RELAXED),
+                            1);
+}
+
+/* The unpin of a live cold entry, not dead, that holds a pin; e and t as
+ * pp__inline_find found them.  PP__INLINE_HOT_ENTRY as for a pin. */
+static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref)
+{
+    uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+    if (!pp__inline_unpin_ok(pw, ref))
+        return (pw & PP__INLINE_HOT) ? PP__INLINE_HOT_ENTRY : PP__INLINE_MISS;
+    if (!pp__inline_unpin_cas(e, pw))
         return PP__INLINE_CONTENDED;
     pp__inline_count(t, ref, PP__INLINE_COUNT_UNPINS);
     return PP__INLINE_DONE;
@@ -211,6 +264,93 @@ static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
     return pp__inline_unpin_at(e, t, ref);
 }
 
+/* The longest batch the fast paths of pp_pin_many and pp_unpin_many take
+ * (a task's inputs); a longer one goes to the library. */
+#define PP__INLINE_BATCH 16u
+
+/* pp_pin_many's fast path: pins refs[0..n), all resident cold entries, for
+ * a registered thread; flags 0 or PP_PIN_NOWAIT (a write pin marks its
+ * entries dirty only once all are pinned: the library's).  Every record
+ * is found and prefetched before the first compare-and-swap, so their
+ * misses overlap.  PP__INLINE_DONE: all pinned and counted.  Otherwise
+ * the first *done refs are pinned, not counted, and the call is not over:
+ * pp_inline_pin_many_slow drops those pins and starts over. */
+static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                      unsigned flags, void **data, size_t *done)
+{
+    pp__inline_entry_t *e[PP__INLINE_BATCH];
+    pp__inline_thread_t *t = pp__inline_ready(pool);
+    size_t i;
+    *done = 0;
+    if (__builtin_expect(t == NULL || n > PP__INLINE_BATCH || (refs == NULL && n != 0) ||
+                             (flags & ~(unsigned)PP_PIN_NOWAIT) != 0,
+                         0))
+        return PP__INLINE_MISS;
+    for (i = 0; i < n; i++) {
+        e[i] = pp__inline_entry(pool, refs[i]);
+        if (__builtin_expect(e[i] == NULL, 0))
+            return PP__INLINE_MISS;
+        __builtin_prefetch(e[i], 1, 3);
+    }
+    for (i = 0; i < n; i++) {
+        void **d = data != NULL ? &data[i] : NULL;
+        int why = pp__inline_pin_word(e[i], refs[i], flags, d);
+        if (__builtin_expect(why != PP__INLINE_DONE, 0)) {
+            *done = i;
+            return why;
+        }
+        /* The caller is about to read the data: a hint, never a fault. */
+        if (d != NULL)
+            __builtin_prefetch(*d, 0, 3);
+    }
+    for (i = 0; i < n; i++)
+        pp__inline_count(t, refs[i], PP__INLINE_COUNT_PINS);
+    return PP__INLINE_DONE;
+}
+
+/* pp_unpin_many's fast path: refs[0..n), distinct, each naming a live cold
+ * entry, not dead, that holds a pin, for a registered thread.  All are
+ * checked before the first pin is dropped.  PP__INLINE_DONE: all dropped
+ * and counted.  PP__INLINE_MISS: nothing done, the library does the whole
+ * call.  PP__INLINE_CONTENDED: all passed the check and the first *done
+ * are dropped, but the next one's word changed since: the library drops
+ * the others, one by one, as pp_unpin_many does after its check. */
+static inline int pp__inline_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                        size_t *done)
+{
+    pp__inline_entry_t *e[PP__INLINE_BATCH];
+    uint64_t pw[PP__INLINE_BATCH];
+    pp__inline_thread_t *t = pp__inline_ready(pool);
+    size_t i, j;
+    *done = 0;
+    if (__builtin_expect(t == NULL || n > PP__INLINE_BATCH || (refs == NULL && n != 0), 0))
+        return PP__INLINE_MISS;
+    for (i = 0; i < n; i++) {
+        e[i] = pp__inline_entry(pool, refs[i]);
+        if (__builtin_expect(e[i] == NULL, 0))
+            return PP__INLINE_MISS;
+        __builtin_prefetch(e[i], 1, 3);
+    }
+    for (i = 0; i < n; i++) {
+        pw[i] = __atomic_load_n(&e[i]->pw, __ATOMIC_RELAXED);
+        if (!pp__inline_unpin_ok(pw[i], refs[i]))
+            return PP__INLINE_MISS;
+        for (j = 0; j < i; j++)
+            if (__builtin_expect(refs[j] == refs[i], 0))
+                return PP__INLINE_MISS;   /* each must hold as many pins as it appears */
+    }
+    PP__INLINE_POINT(UNPIN_MANY_CHECKED, (void *)(uintptr_t)refs);
+    for (i = 0; i < n; i++) {
+        if (__builtin_expect(!pp__inline_unpin_cas(e[i], pw[i]), 0)) {
+            *done = i;
+            return PP__INLINE_CONTENDED;
+        }
+        pp__inline_count(t, refs[i], PP__INLINE_COUNT_UNPINS);
+    }
+    *done = n;
+    return PP__INLINE_DONE;
+}
+
 /* pp_pool_create, for a caller compiled with layout version abi (the
  * macro below passes PP_INLINE_ABI): PP_ENOTSUP and a report line (the
  * options' report hook, else stderr) if the library's differs. */
@@ -221,6 +361,16 @@ PP_API int pp_pool_create_inline(const pp_options_t *opt, pp_pool_t **out, unsig
 PP_API int pp_inline_pin_slow(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                               const char *file, int line, int why);
 PP_API int pp_inline_unpin_slow(pp_pool_t *pool, pp_ref_t ref);
+/* What pp_pin_many_loc and pp_unpin_many do after their fast paths: for a
+ * pin, drops the first done pins (uncounted) and starts over; for an
+ * unpin, after PP__INLINE_CONTENDED drops refs[done..n) as pp_unpin_many
+ * does after its check, else does the whole call (why: what the fast path
+ * returned). */
+PP_API int pp_inline_pin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                   unsigned flags, void **data, const char *file, int line,
+                                   size_t done);
+PP_API int pp_inline_unpin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                     size_t *done, size_t dropped, int why);
 
 #ifndef PP__INLINE_LIBRARY
 
@@ -240,17 +390,48 @@ static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
     return pp_inline_unpin_slow(pool, ref);
 }
 
+static inline int pp__inline_pin_many_call(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                           unsigned flags, void **data, const char *file,
+                                           int line)
+{
+    size_t done;
+    if (__builtin_expect(pp__inline_pin_many(pool, refs, n, flags, data, &done) == PP__INLINE_DONE,
+                         1))
+        return 0;
+    return pp_inline_pin_many_slow(pool, refs, n, flags, data, file, line, done);
+}
+
+static inline int pp__inline_unpin_many_call(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                             size_t *done)
+{
+    size_t dropped;
+    int why = pp__inline_unpin_many(pool, refs, n, &dropped);
+    if (__builtin_expect(why == PP__INLINE_DONE, 1)) {
+        if (done != NULL)
+            *done = n;
+        return 0;
+    }
+    return pp_inline_unpin_many_slow(pool, refs, n, done, dropped, why);
+}
+
 #undef pp_pin
 #undef pp_unpin
+#undef pp_pin_many
+#undef pp_unpin_many
 #undef pp_pool_create
 #ifndef PP_NO_CALLSITE
 #define pp_pin(pool, ref, flags, data) \
     pp__inline_pin_call((pool), (ref), (flags), (data), __FILE__, __LINE__)
+#define pp_pin_many(pool, refs, n, flags, data) \
+    pp__inline_pin_many_call((pool), (refs), (n), (flags), (data), __FILE__, __LINE__)
 #else
 #define pp_pin(pool, ref, flags, data) \
     pp__inline_pin_call((pool), (ref), (flags), (data), NULL, 0)
+#define pp_pin_many(pool, refs, n, flags, data) \
+    pp__inline_pin_many_call((pool), (refs), (n), (flags), (data), NULL, 0)
 #endif
 #define pp_unpin(pool, ref) pp__inline_unpin_call((pool), (ref))
+#define pp_unpin_many(pool, refs, n, done) pp__inline_unpin_many_call((pool), (refs), (n), (done))
 #define pp_pool_create(opt, out) pp_pool_create_inline((opt), (out), PP_INLINE_ABI)
 
 #endif /* !PP__INLINE_LIBRARY */

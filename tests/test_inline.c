@@ -5,7 +5,7 @@
 
 #include <pinpool_inline.h>
 
-#include "testing/testhooks.h" /* pp__debug_hot */
+#include "testing/testhooks.h" /* pp__debug_hot, pp__test_point_hook */
 
 static uint32_t pins_of(pp_pool_t *pool, pp_ref_t r)
 {
@@ -249,6 +249,197 @@ Test(inline, pool_of_another_layout_is_served_by_the_library, .timeout = 30)
     assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
     f->abi = abi;
     cr_assert_not_null(pp__inline_find(pool, r, &t));
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
+/* ---- batches ---------------------------------------------------------------- */
+
+/* Four entries of ct put (ids 0 to 3, 64 bytes each), refs in r. */
+static void put_four(pp_pool_t *pool, ct_t *ct, pp_ref_t *r, void **buf)
+{
+    for (size_t i = 0; i < 4; i++)
+        r[i] = put_kept(pool, ct, i, 64, &buf[i]);
+}
+
+static void release_all(pp_pool_t *pool, const pp_ref_t *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_release(pool, r[i]), 0);
+}
+
+Test(inline, batches_pin_and_unpin_as_the_library_s, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(4);
+    pp_ref_t r[4];
+    void *buf[4], *d[4] = { NULL };
+    put_four(pool, ct, r, buf);
+    assert_rc(pp_pin_many(pool, r, 4, 0, d), 0);
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_eq(d[i], buf[i], "data of ref %zu", i);
+        cr_assert_eq(pins_of(pool, r[i]), 1);
+    }
+    size_t done = 99;
+    assert_rc(pp_unpin_many(pool, r, 4, &done), 0);
+    cr_assert_eq(done, 4);
+    assert_counts(pool, 4, 4);
+    /* A ref twice (the library's count), NOWAIT, data NULL, n == 0. */
+    pp_ref_t twice[3] = { r[0], r[1], r[0] };
+    assert_rc(pp_pin_many(pool, twice, 3, PP_PIN_NOWAIT, NULL), 0);
+    cr_assert_eq(pins_of(pool, r[0]), 2);
+    assert_rc(pp_pin_many(pool, r, 0, 0, NULL), 0);
+    assert_rc(pp_unpin_many(pool, r, 0, &done), 0);
+    cr_assert_eq(done, 0);
+    assert_rc(pp_unpin_many(pool, twice, 3, NULL), 0);
+    assert_counts(pool, 7, 7);
+    /* A write batch marks every entry dirty; the library's unpin drops it. */
+    assert_rc(pp_pin_many(pool, r, 2, PP_PIN_WRITE, NULL), 0);
+    cr_assert_neq(test_stat(pool, r[1]).state & PP_STATE_DIRTY, 0);
+    assert_rc((pp_unpin_many)(pool, r, 2, &done), 0);
+    /* Longer than the fast path takes: the library's, the same result. */
+    pp_ref_t many[PP__INLINE_BATCH + 1];
+    for (size_t i = 0; i <= PP__INLINE_BATCH; i++)
+        many[i] = r[i % 4];
+    assert_rc(pp_pin_many(pool, many, PP__INLINE_BATCH + 1, 0, NULL), 0);
+    cr_assert_eq(pins_of(pool, r[0]), 5);
+    assert_rc(pp_unpin_many(pool, many, PP__INLINE_BATCH + 1, &done), 0);
+    cr_assert_eq(done, PP__INLINE_BATCH + 1);
+    assert_counts(pool, 9 + PP__INLINE_BATCH + 1, 9 + PP__INLINE_BATCH + 1);
+    release_all(pool, r, 4);
+    test_destroy(pool);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(ct_frees(ct, i), 1);
+    ct_delete(ct);
+}
+
+/* A batch that fails after the fast path pinned some of it: the library
+ * drops those pins uncounted, and the call leaves no trace. */
+static unsigned undo_points;
+static void count_undo(enum pp__test_point where, void *arg, void *ctx)
+{
+    (void)arg;
+    (void)ctx;
+    if (where == PP__TP_PIN_MANY_UNDO)
+        undo_points++;
+}
+
+Test(inline, batch_failing_half_way_leaves_no_trace, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(5);
+    pp_ref_t r[4];
+    void *buf[4], *d[4];
+    put_four(pool, ct, r, buf);
+    pp_ref_t gone = ct_put(pool, ct, 4, 64, 0);
+    assert_rc(pp_release(pool, gone), 0);
+    test_drain(pool);
+    pp_ref_t far = ((pp_ref_t)63 << 58) | ((pp_ref_t)0x3FFFFFF << 32) | 7u;
+    undo_points = 0;
+    pp__test_point_hook(count_undo, NULL);
+    /* Stale in the middle: the first two are pinned by the fast path. */
+    pp_ref_t bad[4] = { r[0], r[1], gone, r[2] };
+    assert_rc(pp_pin_many(pool, bad, 4, 0, d), PP_ESTALE);
+    cr_assert_eq(undo_points, 1, "the fast path pinned, and its pins were dropped");
+    /* Garbage in the middle: no record, found before any pin. */
+    pp_ref_t garbage[3] = { r[0], far, r[1] };
+    assert_rc(pp_pin_many(pool, garbage, 3, 0, d), PP_ESTALE);
+    /* The same refs through the library. */
+    assert_rc((pp_pin_many)(pool, bad, 4, 0, d), PP_ESTALE);
+    pp__test_point_hook(NULL, NULL);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(pins_of(pool, r[i]), 0, "ref %zu keeps a pin", i);
+    assert_counts(pool, 0, 0);
+    /* An unpin batch with one ref unpinned unpins nothing. */
+    assert_rc(pp_pin_many(pool, r, 2, 0, NULL), 0);
+    size_t done = 99;
+    assert_rc(pp_unpin_many(pool, r, 3, &done), PP_ENOTPINNED);
+    cr_assert_eq(done, 0);
+    assert_rc(pp_unpin_many(pool, bad, 3, &done), PP_ESTALE);
+    cr_assert_eq(pins_of(pool, r[0]), 1);
+    cr_assert_eq(pins_of(pool, r[1]), 1);
+    assert_rc(pp_unpin_many(pool, r, 2, &done), 0);
+    assert_counts(pool, 2, 2);
+    release_all(pool, r, 4);
+    test_destroy(pool);
+    for (size_t i = 0; i < 5; i++)
+        cr_assert_eq(ct_frees(ct, i), 1);
+    ct_delete(ct);
+}
+
+/* The entry dies while the fast path's pin holds it (its last owner is
+ * released just before the undo): the undo drops its last pin, which
+ * queues it, and it is freed once. */
+typedef struct undo_kill {
+    pp_pool_t *pool;
+    pp_ref_t ref;
+    int rc;
+} undo_kill_t;
+
+static void kill_at_undo(enum pp__test_point where, void *arg, void *ctx)
+{
+    (void)arg;
+    undo_kill_t *k = ctx;
+    if (where == PP__TP_PIN_MANY_UNDO && k->ref != PP_REF_NONE) {
+        k->rc = pp_release(k->pool, k->ref);
+        k->ref = PP_REF_NONE;
+    }
+}
+
+Test(inline, batch_undo_frees_an_entry_that_died_meanwhile, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(5);
+    pp_ref_t r[4];
+    void *buf[4];
+    put_four(pool, ct, r, buf);
+    pp_ref_t gone = ct_put(pool, ct, 4, 64, 0);
+    assert_rc(pp_release(pool, gone), 0);
+    test_drain(pool);
+    undo_kill_t k = { .pool = pool, .ref = r[0], .rc = 1 };
+    pp__test_point_hook(kill_at_undo, &k);
+    pp_ref_t bad[3] = { r[0], r[1], gone };
+    assert_rc(pp_pin_many(pool, bad, 3, 0, NULL), PP_ESTALE);
+    pp__test_point_hook(NULL, NULL);
+    assert_rc(k.rc, 0, "the release at the undo");
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1, "the undo's unpin was the last: freed");
+    assert_rc(pp_pin(pool, r[0], 0, NULL), PP_ESTALE);
+    cr_assert_eq(pins_of(pool, r[1]), 0);
+    assert_counts(pool, 0, 0);
+    release_all(pool, r + 1, 3);
+    test_destroy(pool);
+    for (size_t i = 0; i < 5; i++)
+        cr_assert_eq(ct_frees(ct, i), 1);
+    ct_delete(ct);
+}
+
+/* pp_unpin_many's fast path checked every ref and dropped the first, then
+ * lost a compare-and-swap: the library drops the rest as pp_unpin_many
+ * does after its check, stopping at a pin another thread took away. */
+Test(inline, batch_unpin_after_contention_drops_the_rest, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(4);
+    pp_ref_t r[4];
+    void *buf[4];
+    put_four(pool, ct, r, buf);
+    size_t done = 99;
+    assert_rc(pp_pin_many(pool, r, 3, 0, NULL), 0);
+    assert_rc(pp_unpin(pool, r[0]), 0);               /* the fast path's drop */
+    assert_rc(pp_inline_unpin_many_slow(pool, r, 3, &done, 1, PP__INLINE_CONTENDED), 0);
+    cr_assert_eq(done, 3);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(pins_of(pool, r[i]), 0);
+    /* The third's pin dropped behind the batch's back (after its check). */
+    assert_rc(pp_pin_many(pool, r, 3, 0, NULL), 0);
+    assert_rc(pp_unpin(pool, r[0]), 0);
+    assert_rc(pp_unpin(pool, r[2]), 0);
+    assert_rc(pp_inline_unpin_many_slow(pool, r, 3, &done, 1, PP__INLINE_CONTENDED), PP_ENOTPINNED);
+    cr_assert_eq(done, 3, "through with the failing ref too");
+    cr_assert_eq(pins_of(pool, r[1]), 0);
+    assert_counts(pool, 6, 6);
+    release_all(pool, r, 4);
     test_destroy(pool);
     ct_delete(ct);
 }

@@ -524,8 +524,9 @@ static int pin_many_take(pp_pool_t *pool, const pp_ref_t *refs, size_t n, unsign
     return 0;
 }
 
-int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
-                    unsigned flags, void **data, const char *file, int line)
+/* pp_pin_many the full way. */
+static int pin_many_full(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                         unsigned flags, void **data, const char *file, int line)
 {
     if (pool == NULL || (refs == NULL && n != 0) || (flags & ~PP__PIN_FLAGS) != 0)
         return PP_EINVAL;
@@ -580,6 +581,35 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
         pp__counter_add(&t->count[pp_ref_node(refs[i])].pins, 1);
     }
     return 0;
+}
+
+/* Whatever pp_pin_many's fast path did not finish: it leaves the first
+ * done refs pinned, uncounted, by the thread registered with pool, which
+ * is dropped the way a failed batch drops its pins (the last pin of an
+ * entry that died meanwhile queues it), and the call starts over.
+ * Inlined batches call it too. */
+PP__NOINLINE int pp_inline_pin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                         unsigned flags, void **data, const char *file,
+                                         int line, size_t done)
+{
+    if (done > 0) {
+        pp__thread_t *t = pp__thread_get(pool);
+        PP__CHECK(t != NULL && done <= n);   /* registered: the fast path pinned */
+        PP__TEST_POINT(PIN_MANY_UNDO, (void *)refs);
+        pin_many_undo(pool, refs, done, t);
+    }
+    return pin_many_full(pool, refs, n, flags, data, file, line);
+}
+
+int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                    unsigned flags, void **data, const char *file, int line)
+{
+    /* The fast path (pinpool_inline.h): resident cold entries, a read pin,
+     * a registered thread, no tracking, no contention. */
+    size_t done;
+    if (PP__LIKELY(pp__inline_pin_many(pool, refs, n, flags, data, &done) == PP__INLINE_DONE))
+        return 0;
+    return pp_inline_pin_many_slow(pool, refs, n, flags, data, file, line, done);
 }
 
 #undef pp_pin_many
@@ -639,7 +669,33 @@ static int unpin_many_chunk(pp_pool_t *pool, const pp_ref_t *refs, size_t n, siz
     return 0;
 }
 
-int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
+/* Drops one pin of each of refs[from..n), all checked by pp_unpin_many,
+ * in order.  One can fail only if another thread dropped one of our pins
+ * since the check: the call stops there, so that the caller knows which
+ * pins are still its own (*done). */
+static int unpin_many_drop(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t from,
+                           pp__thread_t *t, size_t *done)
+{
+    for (size_t i = from; i < n; i++) {
+        /* Found before (by the check): in cache now. */
+        pp__entry_t *e = pp__lookup(pool, refs[i]);
+        PP__CHECK(e != NULL);
+        int rc = unpin_any(pool, e, refs[i], t, true);
+        if (PP__UNLIKELY(rc != 0)) {
+            if (done != NULL)
+                *done = i + 1;
+            return rc;
+        }
+        if (PP__UNLIKELY(pool->fast.full))
+            pp__track_unpin(pool, t, refs[i]);
+    }
+    if (done != NULL)
+        *done = n;
+    return 0;
+}
+
+/* pp_unpin_many the full way. */
+static int unpin_many_full(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
 {
     if (done != NULL)
         *done = 0;
@@ -664,28 +720,35 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
             return PP_ESTALE;
     }
     PP__TEST_POINT(UNPIN_MANY_CHECKED, (void *)refs);
-    for (size_t base = 0; base < n; base += PP__BATCH) {
-        size_t m = n - base < PP__BATCH ? n - base : PP__BATCH;
-        size_t bad;
-        /* Found again (the check found them all): in cache now. */
-        PP__CHECK(batch_find(pool, refs + base, m, e, &bad));
-        for (size_t i = 0; i < m; i++) {
-            /* Can fail only if another thread dropped one of our pins
-             * since the check: the call stops there, so the caller knows
-             * which pins are still its own (*done). */
-            int rc = unpin_any(pool, e[i], refs[base + i], t, true);
-            if (PP__UNLIKELY(rc != 0)) {
-                if (done != NULL)
-                    *done = base + i + 1;
-                return rc;
-            }
-            if (PP__UNLIKELY(pool->fast.full))
-                pp__track_unpin(pool, t, refs[base + i]);
-        }
+    return unpin_many_drop(pool, refs, n, 0, t, done);
+}
+
+/* Whatever pp_unpin_many's fast path did not finish (why): after
+ * PP__INLINE_CONTENDED it checked every ref and dropped the first
+ * `dropped`, and the others are dropped here; else it did nothing, and
+ * the whole call is done here.  Inlined batches call it too. */
+PP__NOINLINE int pp_inline_unpin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
+                                           size_t *done, size_t dropped, int why)
+{
+    if (why != PP__INLINE_CONTENDED)
+        return unpin_many_full(pool, refs, n, done);
+    pp__thread_t *t = pp__thread_get(pool);
+    PP__CHECK(t != NULL && dropped < n);   /* registered: the fast path unpinned */
+    return unpin_many_drop(pool, refs, n, dropped, t, done);
+}
+
+int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
+{
+    /* The fast path (pinpool_inline.h): distinct refs of live cold entries,
+     * not dead, that hold pins; a registered thread, no tracking. */
+    size_t dropped;
+    int why = pp__inline_unpin_many(pool, refs, n, &dropped);
+    if (PP__LIKELY(why == PP__INLINE_DONE)) {
+        if (done != NULL)
+            *done = n;
+        return 0;
     }
-    if (done != NULL)
-        *done = n;
-    return 0;
+    return pp_inline_unpin_many_slow(pool, refs, n, done, dropped, why);
 }
 
 int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)

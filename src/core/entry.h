@@ -27,6 +27,7 @@
 #ifndef PINPOOL_INLINE_H
 #define PP__INLINE_LIBRARY 1
 #define PP__INLINE_YIELD_ON(what) PP__YIELD_ON(what)
+#define PP__INLINE_POINT(where, arg) PP__TEST_POINT(where, arg)
 #endif
 #include "pinpool_inline.h"
 

@@ -135,8 +135,10 @@ enum pp__test_point {
                              just before the CAS that kills it (arg: entry) */
     PP__TP_DROP_DEAD,     /* evict.c, drop: dead, just before its owners are
                              taken (arg: entry) */
-    PP__TP_UNPIN_MANY_CHECKED, /* pin.c, pp_unpin_many: the batch passed its
-                             check, no pin dropped yet (arg: the refs) */
+    PP__TP_UNPIN_MANY_CHECKED, /* pin.c, pp_unpin_many, and its fast path
+                             (pinpool_inline.h, in the library's code): the
+                             batch passed its check, no pin dropped yet
+                             (arg: the refs) */
     PP__TP_SWAP_IDLE,     /* swapper.c, a swap thread about to wait for work:
                              nothing in flight or held (arg: its node) */
     PP__TP_PASS,          /* swapper.c, a swap thread about to run a pass:
@@ -146,6 +148,9 @@ enum pp__test_point {
     PP__TP_HAND_WRAP,     /* evict.c, a pass's hand back at slot 0, before it
                              counts the slots of its new turn (arg: the node;
                              node->sw.hand is where the last turn ended) */
+    PP__TP_PIN_MANY_UNDO, /* pin.c, pp_inline_pin_many_slow: the fast path
+                             left pins to drop, none dropped yet (arg: the
+                             refs) */
     PP__TP_SEG_PUBLISH,   /* table.c, a put committing a segment of its node's
                              table: committed and listed in node->dir, its
                              slots not yet under the lookups' bound, the

@@ -3,10 +3,10 @@
  * put, pin, unpin, retain, release, get, stat, prefetch, pin_many,
  * unpin_many, quiescent and stats.
  *
- * pp_pin and pp_unpin here are the inline fast path (pinpool_inline.h,
- * included before the internal headers, so in its users' form); an op's
- * "plain" bit calls the library's function instead, so the model checks
- * both against the same entries.
+ * pp_pin, pp_unpin, pp_pin_many and pp_unpin_many here are the inline
+ * fast paths (pinpool_inline.h, included before the internal headers, so
+ * in its users' form); an op's "plain" bit calls the library's function
+ * instead, so the model checks both against the same entries.
  */
 #include <pinpool_inline.h>
 
@@ -492,12 +492,14 @@ void op_pin_many(rd_t *r)
     pinned_many(refs, idx, n, flags, data_null ? NULL : ptrs);
 }
 
-/* unpin_many: count byte, refs */
+/* unpin_many: count byte (n = cb % 16; 0x30: refs NULL, 0x10 alone: the
+ * library's function; 0xc0: pool NULL), refs */
 void op_unpin_many(rd_t *r)
 {
     uint8_t cb = u8(r);
     size_t n = cb % (MAX_MANY + 1);
     bool refs_null = (cb & 0x30) == 0x30, pool_null = (cb & 0xc0) == 0xc0;
+    bool plain = (cb & 0x30) == 0x10;   /* the library's function, not the inline path */
     pp_ref_t refs[MAX_MANY];
     int idx[MAX_MANY];
     for (size_t k = 0; k < n; k++) {
@@ -530,9 +532,12 @@ void op_unpin_many(rd_t *r)
             }
         }
     }
-    int rc = pp_unpin_many(pool_null ? NULL : M.pool, refs_null ? NULL : refs, n, NULL);
+    pp_pool_t *pool = pool_null ? NULL : M.pool;
+    const pp_ref_t *rp = refs_null ? NULL : refs;
+    int rc = plain ? (pp_unpin_many)(pool, rp, n, NULL) : pp_unpin_many(pool, rp, n, NULL);
     char call[96];
-    snprintf(call, sizeof call, "pp_unpin_many(n %zu%s, NULL)", n, refs_null ? ", refs NULL" : "");
+    snprintf(call, sizeof call, "pp_unpin_many(n %zu%s, NULL)%s", n, refs_null ? ", refs NULL" : "",
+             plain ? " (library)" : "");
     check_rc(call, rc, allowed);
     if (rc != 0)
         return;

@@ -15,9 +15,9 @@
  * first call registers it: one allocation, kept out of the timed region).
  *
  * bench/CMakeLists.txt compiles this file a second time with PB_INLINE=1:
- * that copy includes pinpool_inline.h, so its pp_pin and pp_unpin are the
- * inline fast path, and defines pinpool-inline (pp_pin_many, in the task
- * scenario, has no inline form: a library call there as in pinpool).
+ * that copy includes pinpool_inline.h, so its pp_pin, pp_unpin,
+ * pp_pin_many and pp_unpin_many are the inline fast paths, and defines
+ * pinpool-inline.
  *
  * bench/sidebyside compiles this file a second time with PB_OLD=1, against
  * an older library's public header, with -Dpp_put=old_pp_put and so on for
@@ -37,7 +37,7 @@
 #if PB_INLINE
 #define PB_IMPL_POOL pb_impl_pinpool_inline
 #define PB_NAME_SUFFIX "-inline"
-#define PB_WHAT_POOL "the same, with pinpool_inline.h: pp_pin and pp_unpin inlined"
+#define PB_WHAT_POOL "the same, with pinpool_inline.h: pins and batches inlined"
 #elif PB_OLD
 #define PB_IMPL_POOL pb_impl_pinpool_old
 #define PB_IMPL_QSBR pb_impl_pinpool_qsbr_old

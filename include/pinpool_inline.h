@@ -268,30 +268,42 @@ static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
  * (a task's inputs); a longer one goes to the library. */
 #define PP__INLINE_BATCH 16u
 
+/* The batch fast paths' prologue: the calling thread's registration with
+ * pool (pp__inline_ready) and in e the records of refs[0..n), each
+ * prefetched for write, so that their misses overlap; NULL: the full way
+ * (a batch too long, no refs, a ref that names no committed slot). */
+static inline pp__inline_thread_t *pp__inline_batch_find(pp_pool_t *pool, const pp_ref_t *refs,
+                                                         size_t n, pp__inline_entry_t **e)
+{
+    pp__inline_thread_t *t = pp__inline_ready(pool);
+    size_t i;
+    if (__builtin_expect(t == NULL || n > PP__INLINE_BATCH || (refs == NULL && n != 0), 0))
+        return NULL;
+    for (i = 0; i < n; i++) {
+        e[i] = pp__inline_entry(pool, refs[i]);
+        if (__builtin_expect(e[i] == NULL, 0))
+            return NULL;
+        __builtin_prefetch(e[i], 1, 3);
+    }
+    return t;
+}
+
 /* pp_pin_many's fast path: pins refs[0..n), all resident cold entries, for
  * a registered thread; flags 0 or PP_PIN_NOWAIT (a write pin marks its
- * entries dirty only once all are pinned: the library's).  Every record
- * is found and prefetched before the first compare-and-swap, so their
- * misses overlap.  PP__INLINE_DONE: all pinned and counted.  Otherwise
+ * entries dirty only once all are pinned: the library's).
+ * PP__INLINE_DONE: all pinned and counted.  Otherwise
  * the first *done refs are pinned, not counted, and the call is not over:
  * pp_inline_pin_many_slow drops those pins and starts over. */
 static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                       unsigned flags, void **data, size_t *done)
 {
     pp__inline_entry_t *e[PP__INLINE_BATCH];
-    pp__inline_thread_t *t = pp__inline_ready(pool);
+    pp__inline_thread_t *t;
     size_t i;
     *done = 0;
-    if (__builtin_expect(t == NULL || n > PP__INLINE_BATCH || (refs == NULL && n != 0) ||
-                             (flags & ~(unsigned)PP_PIN_NOWAIT) != 0,
-                         0))
+    if (__builtin_expect((flags & ~(unsigned)PP_PIN_NOWAIT) != 0, 0) ||
+        (t = pp__inline_batch_find(pool, refs, n, e)) == NULL)
         return PP__INLINE_MISS;
-    for (i = 0; i < n; i++) {
-        e[i] = pp__inline_entry(pool, refs[i]);
-        if (__builtin_expect(e[i] == NULL, 0))
-            return PP__INLINE_MISS;
-        __builtin_prefetch(e[i], 1, 3);
-    }
     for (i = 0; i < n; i++) {
         void **d = data != NULL ? &data[i] : NULL;
         int why = pp__inline_pin_word(e[i], refs[i], flags, d);
@@ -320,17 +332,11 @@ static inline int pp__inline_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, s
 {
     pp__inline_entry_t *e[PP__INLINE_BATCH];
     uint64_t pw[PP__INLINE_BATCH];
-    pp__inline_thread_t *t = pp__inline_ready(pool);
+    pp__inline_thread_t *t = pp__inline_batch_find(pool, refs, n, e);
     size_t i, j;
     *done = 0;
-    if (__builtin_expect(t == NULL || n > PP__INLINE_BATCH || (refs == NULL && n != 0), 0))
+    if (t == NULL)
         return PP__INLINE_MISS;
-    for (i = 0; i < n; i++) {
-        e[i] = pp__inline_entry(pool, refs[i]);
-        if (__builtin_expect(e[i] == NULL, 0))
-            return PP__INLINE_MISS;
-        __builtin_prefetch(e[i], 1, 3);
-    }
     for (i = 0; i < n; i++) {
         pw[i] = __atomic_load_n(&e[i]->pw, __ATOMIC_RELAXED);
         if (!pp__inline_unpin_ok(pw[i], refs[i]))

@@ -494,6 +494,13 @@ static inline pp_ref_t ct_put(pp_pool_t *pool, ct_t *ct, size_t id,
     return ref;
 }
 
+/* Drops one owner of each of refs[0..n). */
+static inline void release_each(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        assert_rc(pp_release(pool, refs[i]), 0);
+}
+
 /* Waits (bounded) until the counting type has seen n free calls. */
 #define CT_WAIT_TOTAL(ct, n)                                                   \
     cr_assert(WAIT_UNTIL(atomic_load(&(ct)->total) >= (uint64_t)(n),           \

@@ -262,12 +262,6 @@ static void put_four(pp_pool_t *pool, ct_t *ct, pp_ref_t *r, void **buf)
         r[i] = put_kept(pool, ct, i, 64, &buf[i]);
 }
 
-static void release_all(pp_pool_t *pool, const pp_ref_t *r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        assert_rc(pp_release(pool, r[i]), 0);
-}
-
 Test(inline, batches_pin_and_unpin_as_the_library_s, .timeout = 30)
 {
     pp_pool_t *pool = test_pool(NULL);
@@ -306,7 +300,7 @@ Test(inline, batches_pin_and_unpin_as_the_library_s, .timeout = 30)
     assert_rc(pp_unpin_many(pool, many, PP__INLINE_BATCH + 1, &done), 0);
     cr_assert_eq(done, PP__INLINE_BATCH + 1);
     assert_counts(pool, 9 + PP__INLINE_BATCH + 1, 9 + PP__INLINE_BATCH + 1);
-    release_all(pool, r, 4);
+    release_each(pool, r, 4);
     test_destroy(pool);
     for (size_t i = 0; i < 4; i++)
         cr_assert_eq(ct_frees(ct, i), 1);
@@ -360,7 +354,7 @@ Test(inline, batch_failing_half_way_leaves_no_trace, .timeout = 30)
     cr_assert_eq(pins_of(pool, r[1]), 1);
     assert_rc(pp_unpin_many(pool, r, 2, &done), 0);
     assert_counts(pool, 2, 2);
-    release_all(pool, r, 4);
+    release_each(pool, r, 4);
     test_destroy(pool);
     for (size_t i = 0; i < 5; i++)
         cr_assert_eq(ct_frees(ct, i), 1);
@@ -407,7 +401,7 @@ Test(inline, batch_undo_frees_an_entry_that_died_meanwhile, .timeout = 30)
     assert_rc(pp_pin(pool, r[0], 0, NULL), PP_ESTALE);
     cr_assert_eq(pins_of(pool, r[1]), 0);
     assert_counts(pool, 0, 0);
-    release_all(pool, r + 1, 3);
+    release_each(pool, r + 1, 3);
     test_destroy(pool);
     for (size_t i = 0; i < 5; i++)
         cr_assert_eq(ct_frees(ct, i), 1);
@@ -439,7 +433,7 @@ Test(inline, batch_unpin_after_contention_drops_the_rest, .timeout = 30)
     cr_assert_eq(done, 3, "through with the failing ref too");
     cr_assert_eq(pins_of(pool, r[1]), 0);
     assert_counts(pool, 6, 6);
-    release_all(pool, r, 4);
+    release_each(pool, r, 4);
     test_destroy(pool);
     ct_delete(ct);
 }

@@ -16,12 +16,6 @@ static uint32_t pins_of(pp_pool_t *pool, pp_ref_t ref)
     return test_stat(pool, ref).pins;
 }
 
-static void release_all(pp_pool_t *pool, const pp_ref_t *refs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        assert_rc(pp_release(pool, refs[i]), 0);
-}
-
 /* ---- the common case -------------------------------------------------------- */
 
 Test(scope, end_drops_every_pin_taken_through_it, .timeout = 30)
@@ -61,7 +55,7 @@ Test(scope, end_drops_every_pin_taken_through_it, .timeout = 30)
     assert_rc(pp_scope_pin(&s, r[2], 0, NULL), 0);
     assert_rc(pp_scope_end(&s), 0);
     cr_assert_eq(pins_of(pool, r[2]), 0);
-    release_all(pool, r, 4);
+    release_each(pool, r, 4);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -81,7 +75,7 @@ Test(scope, pins_are_counted_as_pins, .timeout = 30)
     assert_rc(pp_scope_end(&s), 0);
     cr_assert_eq(STAT_TOTAL(pool, pins) - pins0, 3);
     cr_assert_eq(STAT_TOTAL(pool, unpins) - unpins0, 3);
-    release_all(pool, r, 2);
+    release_each(pool, r, 2);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -116,7 +110,7 @@ Test(scope, failed_pins_are_not_recorded, .timeout = 30)
     cr_assert_eq(pins_of(pool, r[0]), 0);
     cr_assert_eq(pins_of(pool, r[1]), 0);
     assert_rc(pp_scope_end(&s), 0);
-    release_all(pool, r, 3);
+    release_each(pool, r, 3);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -193,7 +187,7 @@ Test(scope, unpin_drops_one_pin_it_holds_and_no_other, .timeout = 30)
     cr_assert_eq(pins_of(pool, r[2]), 0);
     cr_assert_eq(pins_of(pool, r[1]), 1);
     assert_rc(pp_unpin(pool, r[1]), 0);
-    release_all(pool, r, 3);
+    release_each(pool, r, 3);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -221,7 +215,7 @@ Test(scope, pin_dropped_behind_its_back, .timeout = 30)
     cr_assert_eq(pins_of(pool, r[1]), 0, "no count went below zero");
     cr_assert_eq(pins_of(pool, r[2]), 0);
     assert_rc(pp_scope_end(&s), PP_EINVAL, "it is ended all the same");
-    release_all(pool, r, 3);
+    release_each(pool, r, 3);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -276,7 +270,7 @@ Test(scope, inline_capacity_then_the_heap, .timeout = 60)
     assert_rc(pp_scope_end(&s), 0);
     for (unsigned i = 0; i < MANY; i++)
         cr_assert_eq(pins_of(pool, r[i]), 0, "entry %u", i);
-    release_all(pool, r, MANY);
+    release_each(pool, r, MANY);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -331,7 +325,7 @@ Test(scope, pinned_on_two_threads_ended_on_a_third, .timeout = 30)
     assert_rc(c.rc, 0);
     for (int i = 0; i < 40; i++)
         cr_assert_eq(pins_of(pool, r[i]), 0, "entry %d", i);
-    release_all(pool, r, 40);
+    release_each(pool, r, 40);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -417,7 +411,7 @@ Test(scope, two_calls_at_once_are_refused, .timeout = 30)
     assert_rc(pp_scope_end(&s), 0);
     for (unsigned i = 0; i < PP_SCOPE_INLINE + 2; i++)
         cr_assert_eq(pins_of(pool, r[i]), 0, "entry %u", i);
-    release_all(pool, r, PP_SCOPE_INLINE + 2);
+    release_each(pool, r, PP_SCOPE_INLINE + 2);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -474,7 +468,7 @@ Test(scope, many_tasks_at_once_leave_no_pin, .timeout = 120)
     TCHECK_NONE();
     for (unsigned i = 0; i < TASKS_ENTRIES; i++)
         cr_assert_eq(pins_of(pool, r[i]), 0, "entry %u", i);
-    release_all(pool, r, TASKS_ENTRIES);
+    release_each(pool, r, TASKS_ENTRIES);
     test_destroy(pool);
     cr_assert_eq(ct_frees(ct, 0), 1);
     ct_delete(ct);
@@ -601,7 +595,7 @@ Test(scope, an_end_that_cannot_register_keeps_the_pins_for_a_retry, .timeout = 3
     assert_rc(pp_scope_end(&s), 0, "the retry ends it");
     cr_assert_eq(pins_of(pool, r[0]), 0);
     cr_assert_eq(pins_of(pool, r[1]), 0);
-    release_all(pool, r, 2);
+    release_each(pool, r, 2);
     test_destroy(pool);
     ct_delete(ct);
 }
@@ -626,7 +620,7 @@ Test(scope, an_end_after_a_concurrent_unpin_drops_each_pin_once, .timeout = 30)
     cr_assert_eq(pins_of(pool, r[1]), 1, "the other holder's pin on b was taken");
     cr_assert_eq(pp_scope_count(&s), 0, "nothing is left to drop");
     assert_rc(pp_unpin(pool, r[1]), 0);
-    release_all(pool, r, 2);
+    release_each(pool, r, 2);
     test_destroy(pool);
     ct_delete(ct);
 }

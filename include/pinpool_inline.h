@@ -378,24 +378,8 @@ PP_API int pp_inline_pin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t
 PP_API int pp_inline_unpin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                      size_t *done, size_t dropped, int why);
 
-#ifndef PP__INLINE_LIBRARY
-
-static inline int pp__inline_pin_call(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
-                                      void **data, const char *file, int line)
-{
-    int why = pp__inline_pin(pool, ref, flags, data);
-    if (__builtin_expect(why == PP__INLINE_DONE, 1))
-        return 0;
-    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
-}
-
-static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
-{
-    if (__builtin_expect(pp__inline_unpin(pool, ref) == PP__INLINE_DONE, 1))
-        return 0;
-    return pp_inline_unpin_slow(pool, ref);
-}
-
+/* pp_pin_many and pp_unpin_many: the fast path, else the library's rest
+ * (the library's own functions are these too). */
 static inline int pp__inline_pin_many_call(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                            unsigned flags, void **data, const char *file,
                                            int line)
@@ -418,6 +402,24 @@ static inline int pp__inline_unpin_many_call(pp_pool_t *pool, const pp_ref_t *re
         return 0;
     }
     return pp_inline_unpin_many_slow(pool, refs, n, done, dropped, why);
+}
+
+#ifndef PP__INLINE_LIBRARY
+
+static inline int pp__inline_pin_call(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                      void **data, const char *file, int line)
+{
+    int why = pp__inline_pin(pool, ref, flags, data);
+    if (__builtin_expect(why == PP__INLINE_DONE, 1))
+        return 0;
+    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
+}
+
+static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (__builtin_expect(pp__inline_unpin(pool, ref) == PP__INLINE_DONE, 1))
+        return 0;
+    return pp_inline_unpin_slow(pool, ref);
 }
 
 #undef pp_pin

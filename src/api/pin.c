@@ -606,10 +606,7 @@ int pp_pin_many_loc(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
 {
     /* The fast path (pinpool_inline.h): resident cold entries, a read pin,
      * a registered thread, no tracking, no contention. */
-    size_t done;
-    if (PP__LIKELY(pp__inline_pin_many(pool, refs, n, flags, data, &done) == PP__INLINE_DONE))
-        return 0;
-    return pp_inline_pin_many_slow(pool, refs, n, flags, data, file, line, done);
+    return pp__inline_pin_many_call(pool, refs, n, flags, data, file, line);
 }
 
 #undef pp_pin_many
@@ -741,14 +738,7 @@ int pp_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t *done)
 {
     /* The fast path (pinpool_inline.h): distinct refs of live cold entries,
      * not dead, that hold pins; a registered thread, no tracking. */
-    size_t dropped;
-    int why = pp__inline_unpin_many(pool, refs, n, &dropped);
-    if (PP__LIKELY(why == PP__INLINE_DONE)) {
-        if (done != NULL)
-            *done = n;
-        return 0;
-    }
-    return pp_inline_unpin_many_slow(pool, refs, n, done, dropped, why);
+    return pp__inline_unpin_many_call(pool, refs, n, done);
 }
 
 int pp_get(pp_pool_t *pool, pp_ref_t ref, void **data)

@@ -9,10 +9,13 @@
  * count.  pp_pin and pp_unpin then pin and unpin a resident entry in the
  * caller's own code: the ref's entry is found by address arithmetic, its
  * pins word is validated and changed by one compare-and-swap, and the
- * thread's pin count goes up by one.  Anything else -- a first call of the
- * thread on the pool, an entry that is swapped, being written out, HOT or
- * dead, a stale ref, contention, tracking (PP_TRACK_PINS), unknown flags --
- * goes to the library, which starts over.  pp_pin_many and pp_unpin_many
+ * thread's pin count goes up by one.  A HOT entry's read pins (an entry
+ * many threads pin at once) are the same, one compare-and-swap on the
+ * thread's own shard of its counters, once the thread has pinned it
+ * through the library.  Anything else -- a first call of the thread on the
+ * pool, an entry that is swapped, being written out or dead, a stale ref,
+ * contention, tracking (PP_TRACK_PINS), unknown flags -- goes to the
+ * library, which starts over.  pp_pin_many and pp_unpin_many
  * do the same for batches of up to PP__INLINE_BATCH refs (read pins; an
  * unpin batch without a ref twice): all records are found and prefetched
  * before the first compare-and-swap, and a batch the fast path cannot
@@ -43,7 +46,7 @@ extern "C" {
 
 /* The fast-path layout's version: changes with any change of the layout
  * below (the words read and their meaning). */
-#define PP_INLINE_ABI 1u
+#define PP_INLINE_ABI 2u
 
 /* The pins word of an entry: generation above bit 32, flags, pin count in
  * bits 0..18 (the library's src/core/entry.h draws it). */
@@ -57,6 +60,10 @@ extern "C" {
 #define PP__INLINE_REF      ((uint64_t)1 << 29)
 #define PP__INLINE_HOT      ((uint64_t)1 << 31)
 #define PP__INLINE_GEN_SHIFT 32
+/* A HOT entry's counter word (a shard of its hot slot): the promotion's tag
+ * above bit 32, CLOSED, the count in bits 0..30. */
+#define PP__INLINE_HOT_CLOSED ((uint64_t)1 << 31)
+#define PP__INLINE_HOT_COUNT  (PP__INLINE_HOT_CLOSED - 1u)
 /* A thread's counters for one node: 7 words, pins the second, unpins the
  * third. */
 #define PP__INLINE_COUNT_WORDS 7u
@@ -81,12 +88,25 @@ typedef struct pp__inline_pool {
     } node[PP_MAX_NODES];
 } pp__inline_pool_t;
 
+/* A thread's HOT cache: the last HOT entry it pinned or unpinned through
+ * the library, that entry's pins word then (the promotion), and the
+ * thread's shard counter of that promotion.  Written by the library, on
+ * the owner thread only. */
+typedef struct pp__inline_hot {
+    const void *e;               /* the entry's hot record, or NULL */
+    uint64_t pw;                 /* its pins word then: HOT and the slot */
+    uint64_t *w;                 /* the counter word; atomic */
+    uint32_t tag;                /* the promotion's tag, in the counter word */
+    uint32_t cap;                /* pins a shard may hold */
+} pp__inline_hot_t;
+
 /* The start of a thread's registration with a pool. */
 typedef struct pp__inline_thread {
     uint64_t serial;             /* the pool's */
     void *thread;                /* the library's record */
     uint64_t *count;             /* [node * PP__INLINE_COUNT_WORDS + ...]; single
                                     writer (this thread), atomic for readers */
+    pp__inline_hot_t *hot;       /* the record's HOT cache */
 } pp__inline_thread_t;
 
 /* The calling thread's registration it used last, with any pool.  The
@@ -109,6 +129,10 @@ extern __thread pp__inline_thread_t *pp_inline_thread_last
  * where the fast path steps aside for the paths that have them. */
 #ifndef PP__INLINE_YIELD_ON
 #define PP__INLINE_YIELD_ON(what) 0
+#endif
+/* Another: a yield point there, where the fast path keeps its place. */
+#ifndef PP__INLINE_YIELD
+#define PP__INLINE_YIELD(what) ((void)0)
 #endif
 /* Another: a test point there (what the library's own fast paths reach). */
 #ifndef PP__INLINE_POINT
@@ -160,12 +184,39 @@ static inline void pp__inline_count(pp__inline_thread_t *t, pp_ref_t ref, unsign
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
-/* The pin of a live, resident, cold entry (not HOT, not dead), e as
- * pp__inline_find found it, not yet counted; flags: PP_PIN_WRITE,
- * PP_PIN_NOWAIT.  PP__INLINE_HOT_ENTRY: the entry was HOT (its pins are on
- * per-thread shards: the library's). */
-static inline int pp__inline_pin_word(pp__inline_entry_t *e, pp_ref_t ref, unsigned flags,
-                                      void **data)
+/* One pin (inc 1) or unpin (inc -1) of a HOT entry e, whose pins word is
+ * pw, on the calling thread's shard of its promotion -- if h, the thread's
+ * HOT cache, holds that promotion (the same record, the very same word) and
+ * the shard counts for it, open, with room for a pin or a pin to drop.
+ * One compare-and-swap; false: nothing done, the library's way (hot.c).
+ * A HOT word is live, resident and not dead: no other check is needed. */
+static inline int pp__inline_hot_step(pp__inline_hot_t *h, const pp__inline_entry_t *e,
+                                      uint64_t pw, int inc)
+{
+    if (__builtin_expect(h->e != (const void *)e || h->pw != pw, 0))
+        return 0;
+    uint64_t w = __atomic_load_n(h->w, __ATOMIC_RELAXED);
+    while ((uint32_t)(w >> 32) == h->tag && !(w & PP__INLINE_HOT_CLOSED) &&
+           (inc > 0 ? (w & PP__INLINE_HOT_COUNT) < h->cap : (w & PP__INLINE_HOT_COUNT) != 0)) {
+        PP__INLINE_YIELD(PIN);
+        /* acq_rel: a pin acquires, as a cold pin does (pairs with the
+         * release of the data's last writer, through the promotion); an
+         * unpin releases, for the demotion whose close of this counter
+         * acquires it. */
+        if (__atomic_compare_exchange_n(h->w, &w, w + (uint64_t)(int64_t)inc, 1,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return 1;
+    }
+    return 0;
+}
+
+/* The pin of a live, resident entry, not dead, e as pp__inline_find found
+ * it, not yet counted; flags: PP_PIN_WRITE, PP_PIN_NOWAIT.  A cold entry's
+ * pin is on its word; a HOT entry's read pin on the thread's shard, if the
+ * thread's HOT cache holds its promotion (pp__inline_hot_step), else
+ * PP__INLINE_HOT_ENTRY: the library's. */
+static inline int pp__inline_pin_word(pp__inline_thread_t *t, pp__inline_entry_t *e,
+                                      pp_ref_t ref, unsigned flags, void **data)
 {
     if (__builtin_expect((flags & ~(unsigned)(PP_PIN_WRITE | PP_PIN_NOWAIT)) != 0, 0))
         return PP__INLINE_MISS;
@@ -177,16 +228,25 @@ static inline int pp__inline_pin_word(pp__inline_entry_t *e, pp_ref_t ref, unsig
                                     PP__INLINE_HOT | slow)) !=
                                  (PP__INLINE_LIVE | PP__INLINE_RESIDENT) ||
                              (pw & PP__INLINE_PINS) == PP__INLINE_PINS || PP__INLINE_YIELD_ON(PIN),
-                         0))
-        return (pw & PP__INLINE_HOT) ? PP__INLINE_HOT_ENTRY : PP__INLINE_MISS;
-    uint64_t bits = (flags & PP_PIN_WRITE) ? PP__INLINE_DIRTY | PP__INLINE_WPIN : 0;
-    /* acquire: pairs with the release of whoever last wrote the data -- the
-     * putter, a load's commit, a write pinner's unpin -- so this pinner's
-     * reads see it.  One try: contention goes the full way, which counts it. */
-    if (__builtin_expect(!__atomic_compare_exchange_n(&e->pw, &pw, (pw + 1u) | bits | PP__INLINE_REF,
-                                                      0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
-                         0))
-        return PP__INLINE_CONTENDED;
+                         0)) {
+        if (!(pw & PP__INLINE_HOT))
+            return PP__INLINE_MISS;
+        /* A write pin demotes the entry first: the library's. */
+        if ((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
+            (flags & PP_PIN_WRITE) || !pp__inline_hot_step(t->hot, e, pw, 1))
+            return PP__INLINE_HOT_ENTRY;
+    } else {
+        uint64_t bits = (flags & PP_PIN_WRITE) ? PP__INLINE_DIRTY | PP__INLINE_WPIN : 0;
+        /* acquire: pairs with the release of whoever last wrote the data --
+         * the putter, a load's commit, a write pinner's unpin -- so this
+         * pinner's reads see it.  One try: contention goes the full way,
+         * which counts it. */
+        if (__builtin_expect(!__atomic_compare_exchange_n(&e->pw, &pw,
+                                                          (pw + 1u) | bits | PP__INLINE_REF, 0,
+                                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                             0))
+            return PP__INLINE_CONTENDED;
+    }
     if (data != NULL)
         *data = e->data;   /* stable: the pin keeps the entry resident and unmoved */
     return PP__INLINE_DONE;
@@ -197,7 +257,7 @@ static inline int pp__inline_pin_word(pp__inline_entry_t *e, pp_ref_t ref, unsig
 static inline int pp__inline_pin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref,
                                     unsigned flags, void **data)
 {
-    int why = pp__inline_pin_word(e, ref, flags, data);
+    int why = pp__inline_pin_word(t, e, ref, flags, data);
     if (__builtin_expect(why == PP__INLINE_DONE, 1))
         pp__inline_count(t, ref, PP__INLINE_COUNT_PINS);
     return why;
@@ -241,15 +301,22 @@ static inline int pp__inline_unpin_cas(pp__inline_entry_t *e, uint64_t pw)
                             1);
 }
 
-/* The unpin of a live cold entry, not dead, that holds a pin; e and t as
- * pp__inline_find found them.  PP__INLINE_HOT_ENTRY as for a pin. */
+/* The unpin of a live cold entry, not dead, that holds a pin, or of a HOT
+ * one whose promotion the thread's HOT cache holds and whose shard holds a
+ * pin; e and t as pp__inline_find found them.  PP__INLINE_HOT_ENTRY as for
+ * a pin. */
 static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t *t, pp_ref_t ref)
 {
     uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
-    if (!pp__inline_unpin_ok(pw, ref))
-        return (pw & PP__INLINE_HOT) ? PP__INLINE_HOT_ENTRY : PP__INLINE_MISS;
-    if (!pp__inline_unpin_cas(e, pw))
+    if (!pp__inline_unpin_ok(pw, ref)) {
+        if (!(pw & PP__INLINE_HOT))
+            return PP__INLINE_MISS;
+        if ((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
+            !pp__inline_hot_step(t->hot, e, pw, -1))
+            return PP__INLINE_HOT_ENTRY;
+    } else if (!pp__inline_unpin_cas(e, pw)) {
         return PP__INLINE_CONTENDED;
+    }
     pp__inline_count(t, ref, PP__INLINE_COUNT_UNPINS);
     return PP__INLINE_DONE;
 }
@@ -306,7 +373,7 @@ static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, siz
         return PP__INLINE_MISS;
     for (i = 0; i < n; i++) {
         void **d = data != NULL ? &data[i] : NULL;
-        int why = pp__inline_pin_word(e[i], refs[i], flags, d);
+        int why = pp__inline_pin_word(t, e[i], refs[i], flags, d);
         if (__builtin_expect(why != PP__INLINE_DONE, 0)) {
             *done = i;
             return why;
@@ -378,6 +445,24 @@ PP_API int pp_inline_pin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t
 PP_API int pp_inline_unpin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                      size_t *done, size_t dropped, int why);
 
+/* pp_pin and pp_unpin: the fast path, else the library's rest (the
+ * library's own functions are these too). */
+static inline int pp__inline_pin_call(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
+                                      void **data, const char *file, int line)
+{
+    int why = pp__inline_pin(pool, ref, flags, data);
+    if (__builtin_expect(why == PP__INLINE_DONE, 1))
+        return 0;
+    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
+}
+
+static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
+{
+    if (__builtin_expect(pp__inline_unpin(pool, ref) == PP__INLINE_DONE, 1))
+        return 0;
+    return pp_inline_unpin_slow(pool, ref);
+}
+
 /* pp_pin_many and pp_unpin_many: the fast path, else the library's rest
  * (the library's own functions are these too). */
 static inline int pp__inline_pin_many_call(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
@@ -405,22 +490,6 @@ static inline int pp__inline_unpin_many_call(pp_pool_t *pool, const pp_ref_t *re
 }
 
 #ifndef PP__INLINE_LIBRARY
-
-static inline int pp__inline_pin_call(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
-                                      void **data, const char *file, int line)
-{
-    int why = pp__inline_pin(pool, ref, flags, data);
-    if (__builtin_expect(why == PP__INLINE_DONE, 1))
-        return 0;
-    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
-}
-
-static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
-{
-    if (__builtin_expect(pp__inline_unpin(pool, ref) == PP__INLINE_DONE, 1))
-        return 0;
-    return pp_inline_unpin_slow(pool, ref);
-}
 
 #undef pp_pin
 #undef pp_unpin

@@ -183,27 +183,60 @@ Test(inline, tracked_pool_records_the_inlined_call_site, .timeout = 30)
     ct_delete(ct);
 }
 
-/* A HOT entry's pins are on its shards: the inlined calls take them there
- * (through the library), and the count stays exact. */
-Test(inline, hot_entry_pins_through_its_shards, .timeout = 30)
+/* Counts what the fast paths leave to the library. */
+static void count_miss(enum pp__test_point where, void *arg, void *ctx)
+{
+    (void)arg;
+    if (where == PP__TP_FAST_MISS)
+        (*(unsigned *)ctx)++;
+}
+
+/* A HOT entry's pins are on its shards.  Once the thread has pinned it
+ * through the library, the inlined read pins and unpins take the thread's
+ * shard themselves, and the count stays exact; a write pin, an unpin too
+ * many and a stale ref go to the library. */
+Test(inline, hot_entry_pins_on_the_thread_s_shard, .timeout = 30)
 {
     pp_pool_t *pool = test_pool(NULL);
     ct_t *ct = ct_new(1);
     void *buf;
     pp_ref_t r = put_kept(pool, ct, 0, 64, &buf);
+    pp_ref_t wrong_gen = (r & ~(pp_ref_t)0xFFFFFFFFu) | (uint32_t)(pp_ref_gen(r) + 1u);
     cr_assert_eq(pp__debug_hot(pool, r, 1), 1);
+    unsigned misses = 0;
+    pp__test_point_hook(count_miss, &misses);
     void *p = NULL;
     for (uint32_t i = 1; i <= 3; i++) {
         assert_rc(pp_pin(pool, r, 0, &p), 0);
         cr_assert_eq(p, buf);
         cr_assert_eq(pins_of(pool, r), i);
+        cr_assert_eq(misses, 1, "pin %u: only the first goes to the library", i);
     }
     cr_assert_eq(pp__debug_hot(pool, r, -1), 1, "still HOT");
-    for (uint32_t i = 3; i-- > 0;)
+    /* The shard the fast path pins on is the promotion's: a ref of
+     * another generation is refused, whatever the thread's cache holds. */
+    p = &p;
+    assert_rc(pp_pin(pool, wrong_gen, 0, &p), PP_ESTALE);
+    assert_rc(pp_unpin(pool, wrong_gen), PP_ESTALE);
+    cr_assert_eq(p, &p);
+    cr_assert_eq(misses, 3);
+    for (uint32_t i = 3; i-- > 0;) {
         assert_rc(pp_unpin(pool, r), 0);
-    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
+        cr_assert_eq(pins_of(pool, r), i);
+    }
+    cr_assert_eq(misses, 3, "the unpins stay on the shard");
+    assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);   /* the exact check is the word's */
+    cr_assert_eq(pp__debug_hot(pool, r, -1), 0, "demoted to decide it");
+    cr_assert_eq(misses, 4);
+    /* A write pin demotes a HOT entry, and is then the word's. */
+    cr_assert_eq(pp__debug_hot(pool, r, 1), 1);
+    assert_rc(pp_pin(pool, r, PP_PIN_WRITE, NULL), 0);
+    cr_assert_eq(pp__debug_hot(pool, r, -1), 0);
+    cr_assert_neq(test_stat(pool, r).state & PP_STATE_DIRTY, 0);
+    assert_rc(pp_unpin(pool, r), 0);
+    pp__test_point_hook(NULL, NULL);
     cr_assert_eq(pins_of(pool, r), 0);
-    assert_counts(pool, 3, 3);
+    assert_counts(pool, 4, 4);
     test_destroy(pool);
     ct_delete(ct);
 }

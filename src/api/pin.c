@@ -69,7 +69,7 @@ static PP__NOINLINE int pin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t r
      * to pp__hot_pin, which refuses it. */
     uint64_t pw = pp__atomic_load_relaxed(&e->pw);
     if (!(hflags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
-        pp__hot_cached(t, e, pw, 1, pool->hot_scap)) {
+        pp__hot_cached(t, e, pw, 1)) {
         if (data != NULL)
             *data = e->data;
         return 0;
@@ -226,38 +226,14 @@ static inline bool fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
     return true;
 }
 
-/* A pin that the fast path found HOT: one CAS on the thread's cached shard
- * (pp__hot_cached), else the full way.  Tracking is off here.  It repeats
- * the first lines of pin_when_hot on purpose: going through pin_when_hot
- * (its retry loop, the register saves) cost 30% at 2 threads on one hot
- * entry (pinbench hot, 146 against 209 Mops/s); so does unpin_fast_when_hot. */
-static PP__NOINLINE int pin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
-                                          pp_ref_t ref, unsigned flags, void **data)
-{
-    uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-    if (!(flags & PP_PIN_WRITE) && pp__word_gen(pw) == pp_ref_gen(ref) &&
-        pp__hot_cached(t, e, pw, 1, pool->hot_scap)) {
-        if (data != NULL)
-            *data = e->data;
-        pp__counter_add(&t->count[pp_ref_node(ref)].pins, 1);
-        return 0;
-    }
-    return pin_full(pool, ref, flags, data, NULL, 0, 0);
-}
-
 /* Whatever the fast path did not do (why: PP__INLINE_MISS, _HOT_ENTRY or
- * _CONTENDED; it changed nothing): a HOT entry's pin on the
- * thread's cached shard, else the full way.  Inlined pins call it too. */
+ * _CONTENDED; it changed nothing): the full way.  A failed CAS
+ * (contention) is counted there: it may make the entry HOT.  Inlined pins
+ * call it too. */
 PP__NOINLINE int pp_inline_pin_slow(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
                                     void **data, const char *file, int line, int why)
 {
-    pp__entry_t *e;
-    pp__thread_t *t;
-    if (why != PP__INLINE_CONTENDED && (flags & ~PP__PIN_FLAGS) == 0 && fast_begin(pool, ref, &e, &t) &&
-        (pp__atomic_load_relaxed(&e->pw) & PP__F_HOT))
-        return pin_fast_when_hot(pool, e, t, ref, flags, data);
-    /* A failed CAS (contention) is counted: the full way may make the
-     * entry hot. */
+    PP__TEST_POINT(FAST_MISS, (void *)(uintptr_t)ref);
     return pin_full(pool, ref, flags, data, file, line, why == PP__INLINE_CONTENDED);
 }
 
@@ -265,20 +241,10 @@ int pp_pin_loc(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data,
                const char *file, int line)
 {
     /* The fast path (pinpool_inline.h, which callers may inline too): a
-     * resident cold entry, a registered thread, no tracking, no
-     * contention.  Whatever it does not finish, it leaves untouched.  A
-     * HOT entry's pin goes to the thread's shard with what the fast path
-     * found: through pp_inline_pin_slow, which finds it again, it cost
-     * 1.4x (pinbench hot, 2 threads: 19.8 against 13.8 ns an op). */
-    pp__inline_thread_t *ft;
-    pp__inline_entry_t *fe = pp__inline_find(pool, ref, &ft);
-    int why = fe != NULL ? pp__inline_pin_at(fe, ft, ref, flags, data) : PP__INLINE_MISS;
-    if (PP__LIKELY(why == PP__INLINE_DONE))
-        return 0;
-    if (why == PP__INLINE_HOT_ENTRY)
-        return pin_fast_when_hot(pool, (pp__entry_t *)(void *)fe, (pp__thread_t *)ft->thread, ref,
-                                 flags, data);
-    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
+     * resident entry, a registered thread, no tracking, no contention; a
+     * HOT entry's read pin on the thread's cached shard.  Whatever it does
+     * not finish, it leaves untouched. */
+    return pp__inline_pin_call(pool, ref, flags, data, file, line);
 }
 
 #undef pp_pin
@@ -323,7 +289,7 @@ static PP__NOINLINE int unpin_dead(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref
 static PP__NOINLINE int unpin_when_hot(pp_pool_t *pool, pp__entry_t *e, pp_ref_t ref,
                                        pp__thread_t *t, uint64_t pw)
 {
-    if (pp__hot_cached(t, e, pw, -1, 0))
+    if (pp__hot_cached(t, e, pw, -1))
         return 0;
     return pp__hot_unpin(pool, pp_ref_node(ref), e, pp_ref_gen(ref), t);
 }
@@ -384,29 +350,16 @@ static PP__COLD int unpin_full(pp_pool_t *pool, pp_ref_t ref)
     return pp__pin_unpin(pool, ref, t);
 }
 
-/* An unpin that the fast path found HOT: one CAS on the thread's cached
- * shard, else the full way.  Tracking is off here. */
-static PP__NOINLINE int unpin_fast_when_hot(pp_pool_t *pool, pp__entry_t *e, pp__thread_t *t,
-                                            pp_ref_t ref, uint64_t pw)
-{
-    if (pp__word_gen(pw) == pp_ref_gen(ref) && pp__hot_cached(t, e, pw, -1, 0)) {
-        pp__counter_add(&t->count[pp_ref_node(ref)].unpins, 1);
-        return 0;
-    }
-    return unpin_full(pool, ref);
-}
-
-/* Whatever the fast path did not do: a HOT entry's unpin on the thread's
- * cached shard, the final unpin of a dead entry, else the full way (which
- * also takes those, slower).  Inlined unpins call it too. */
+/* Whatever the fast path did not do: the final unpin of a dead entry,
+ * else the full way (which also takes that, slower).  Inlined unpins call
+ * it too. */
 PP__NOINLINE int pp_inline_unpin_slow(pp_pool_t *pool, pp_ref_t ref)
 {
+    PP__TEST_POINT(FAST_MISS, (void *)(uintptr_t)ref);
     pp__entry_t *e;
     pp__thread_t *t;
     if (fast_begin(pool, ref, &e, &t)) {
         uint64_t pw = pp__atomic_load_relaxed(&e->pw);
-        if (pw & PP__F_HOT)
-            return unpin_fast_when_hot(pool, e, t, ref, pw);
         if (pp__word_gen(pw) == pp_ref_gen(ref) &&
             (pw & (PP__F_LIVE | PP__F_DEAD)) == (PP__F_LIVE | PP__F_DEAD) &&
             pp__pw_pins(pw) != 0 && !PP__YIELD_ON(UNPIN))
@@ -417,19 +370,9 @@ PP__NOINLINE int pp_inline_unpin_slow(pp_pool_t *pool, pp_ref_t ref)
 
 int pp_unpin(pp_pool_t *pool, pp_ref_t ref)
 {
-    /* The fast path (pinpool_inline.h), as in pp_pin_loc: a live cold
-     * entry, not dead, that holds a pin; a HOT one's shard at once. */
-    pp__inline_thread_t *ft;
-    pp__inline_entry_t *fe = pp__inline_find(pool, ref, &ft);
-    int why = fe != NULL ? pp__inline_unpin_at(fe, ft, ref) : PP__INLINE_MISS;
-    if (PP__LIKELY(why == PP__INLINE_DONE))
-        return 0;
-    if (why == PP__INLINE_HOT_ENTRY) {
-        pp__entry_t *e = (pp__entry_t *)(void *)fe;
-        return unpin_fast_when_hot(pool, e, (pp__thread_t *)ft->thread, ref,
-                                   pp__atomic_load_relaxed(&e->pw));
-    }
-    return pp_inline_unpin_slow(pool, ref);
+    /* The fast path (pinpool_inline.h), as in pp_pin_loc: a live entry,
+     * not dead, that holds a pin, on its word or its cached shard. */
+    return pp__inline_unpin_call(pool, ref);
 }
 
 /* Batches take their entries PP__BATCH at a time: every record of a chunk

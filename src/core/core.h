@@ -257,25 +257,13 @@ void pp__retire_push(pp_pool_t *pool, unsigned n, pp__entry_t *e, pp__thread_t *
 static inline unsigned pp__hot_index(uint64_t pw) { return (unsigned)(pw & PP__PINS_MASK); }
 /* The fast path of a hot pin (inc 1) or unpin (inc -1): one CAS on the
  * caller's shard, if e's word is still the one the thread last saw (so the
- * cached line and tag are that promotion's: a later promotion has a larger
- * tag, and the CAS checks it).  false: nothing done, take pp__hot_pin or
- * pp__hot_unpin. */
-static inline bool pp__hot_cached(pp__thread_t *t, pp__entry_t *e, uint64_t pw, int inc,
-                                uint64_t cap)
+ * cached counter and tag are that promotion's: a later promotion has a
+ * larger tag, and the CAS checks it).  false: nothing done, take
+ * pp__hot_pin or pp__hot_unpin.  pinpool_inline.h's code: the inlined fast
+ * paths take the same step. */
+static inline bool pp__hot_cached(pp__thread_t *t, pp__entry_t *e, uint64_t pw, int inc)
 {
-    if (t->hc.e != e || t->hc.pw != pw)
-        return false;
-    _Atomic uint64_t *l = &t->hc.line->w;
-    uint64_t w = pp__atomic_load_relaxed(l);
-    while ((uint32_t)(w >> 32) == t->hc.tag && !(w & PP__HOT_CLOSED) &&
-           (inc > 0 ? (w & PP__HOT_COUNT) < cap : (w & PP__HOT_COUNT) != 0)) {
-        PP__YIELD(PIN);
-        /* acq_rel: a pin's acquire and an unpin's release, as in
-         * pp__hot_pin and hot_take (hot.c). */
-        if (pp__atomic_cas_weak_acq_rel(l, &w, w + (uint64_t)(int64_t)inc))
-            return true;
-    }
-    return false;
+    return pp__inline_hot_step(&t->hc, (const pp__inline_entry_t *)(const void *)e, pw, inc);
 }
 int pp__hot_init(pp_pool_t *pool, pp__node_t *node);
 void pp__hot_free(pp_pool_t *pool, pp__node_t *node);

@@ -28,6 +28,7 @@
 #define PP__INLINE_LIBRARY 1
 #define PP__INLINE_YIELD_ON(what) PP__YIELD_ON(what)
 #define PP__INLINE_POINT(where, arg) PP__TEST_POINT(where, arg)
+#define PP__INLINE_YIELD(what) PP__YIELD(what)
 #endif
 #include "pinpool_inline.h"
 

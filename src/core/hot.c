@@ -222,6 +222,18 @@ void pp__hot_demote(pp_pool_t *pool, unsigned n, pp__entry_t *e)
     }
 }
 
+/* The next pin or unpin of e by t goes to its shard of this promotion at
+ * once (pp__hot_cached, and pinpool_inline.h's fast paths). */
+static inline void hot_cache(pp_pool_t *pool, pp__thread_t *t, pp__entry_t *e, uint64_t pw,
+                             pp__hot_line_t *mine, uint32_t tag)
+{
+    t->hc.e = e;
+    t->hc.pw = pw;
+    t->hc.w = (uint64_t *)(void *)&mine->w;
+    t->hc.tag = tag;
+    t->hc.cap = (uint32_t)pool->hot_scap;
+}
+
 int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
                 unsigned flags, pp__thread_t *t, void **data)
 {
@@ -242,10 +254,7 @@ int pp__hot_pin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         if (!hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         pp__hot_line_t *mine = &lines[1 + (t->shard & (pool->hot_shards - 1u))];
-        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_cached */
-        t->hc.pw = pw;
-        t->hc.line = mine;
-        t->hc.tag = tag;
+        hot_cache(pool, t, e, pw, mine, tag);
         uint64_t w = pp__atomic_load_relaxed(&mine->w);
         while (hot_tag(w) == tag && !(w & PP__HOT_CLOSED) && hot_count(w) < pool->hot_scap) {
             PP__YIELD(PIN);
@@ -305,10 +314,7 @@ int pp__hot_unpin(pp_pool_t *pool, unsigned n, pp__entry_t *e, uint32_t gen,
         if (!hot_find(pool, n, e, &pw, &lines, &tag))
             continue;
         unsigned own = t->shard & (S - 1u);
-        t->hc.e = e;            /* the next pin or unpin of e: pp__hot_cached */
-        t->hc.pw = pw;
-        t->hc.line = &lines[1 + own];
-        t->hc.tag = tag;
+        hot_cache(pool, t, e, pw, &lines[1 + own], tag);
         int r = hot_take(&lines[1 + own], tag);
         for (unsigned k = 0; r == 0 && k < S; k++) {
             /* Counts are interchangeable: the central one, then the others. */

@@ -125,6 +125,7 @@ static pp__thread_t *thread_register(pp_pool_t *pool)
         t->node = pp__atomic_add_relaxed(&pool->next_rr, 1u) % pool->nnodes;
         /* Hot slots: threads take shards in turn (hot.c). */
         t->shard = pp__atomic_add_relaxed(&pool->next_shard, 1u);
+        t->hc.e = NULL;                  /* its old shard's, if recycled */
         pp__atomic_store_relaxed(&t->tid, (int)gettid());
     }
     pthread_mutex_unlock(&pool->reg_lock);
@@ -136,6 +137,7 @@ static pp__thread_t *thread_register(pp_pool_t *pool)
     tn->f.serial = pool->fast.serial;
     tn->f.thread = t;
     tn->f.count = (uint64_t *)(void *)t->count;
+    tn->f.hot = &t->hc;
     tn->next = tls_head;
     tls_head = tn;
     pp_inline_thread_last = &tn->f;

@@ -52,6 +52,8 @@ typedef struct pp__hot_line {
 
 #define PP__HOT_CLOSED   ((uint64_t)1 << 31)
 #define PP__HOT_COUNT    ((uint64_t)PP__HOT_CLOSED - 1)
+_Static_assert(PP__HOT_CLOSED == PP__INLINE_HOT_CLOSED && PP__HOT_COUNT == PP__INLINE_HOT_COUNT,
+               "pinpool_inline.h's counter word is hot.c's");
 
 /* Per thread and node counters.  Single writer (the thread), read by stats. */
 typedef struct pp__tcount {
@@ -95,13 +97,9 @@ typedef struct pp__thread {
     unsigned node;                       /* home node for synthetic topologies */
     unsigned shard;                      /* its counter in hot slots (hot.c) */
     /* Owner-thread only: the last HOT entry it pinned or unpinned, its
-     * word then, its shard's line and the promotion's tag (hot.c). */
-    struct {
-        pp__entry_t *e;
-        uint64_t pw;
-        struct pp__hot_line *line;
-        uint32_t tag;
-    } hc;
+     * word then, its shard's counter and the promotion's tag (hot.c);
+     * pinpool_inline.h's fast paths pin and unpin there too. */
+    pp__inline_hot_t hc;
     _Atomic int tid;                     /* OS thread id of the current user */
     bool in_use;                         /* under reg_lock */
     bool is_reclaimer;

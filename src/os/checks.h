@@ -158,6 +158,9 @@ enum pp__test_point {
     PP__TP_SEG_LOCK,      /* table.c, a put whose slots lie in a segment it
                              does not see published, about to take the node's
                              seg_lock (arg: the node) */
+    PP__TP_FAST_MISS,     /* pin.c, pp_inline_pin_slow and pp_inline_unpin_slow:
+                             a pin or unpin the fast path left to the library
+                             (arg: the ref) */
 };
 typedef void (*pp__test_point_fn)(enum pp__test_point where, void *arg, void *ctx);
 #if PP__TESTING

@@ -447,15 +447,15 @@ static void *seg_race_committer(void *arg)
     return NULL;
 }
 
-/* A put that commits a segment of the table publishes it in two stores:
- * in node->dir (for the swap thread's walks), then under the lookups'
- * bound.  A second put whose slots lie in the same segment may not take
- * them in between: the ref it handed out would be stale to every lookup
- * until the second store (the lookup finds the slot out of bounds), and
- * in debug builds the slot's own check aborts.  Here the committing put
- * stops between the two stores; the second put must wait for it, and
- * both entries pin.  (Before the fix the second put took its slots as
- * soon as node->dir listed the segment.) */
+/* A put that commits a segment of the table commits its memory, then
+ * publishes it under the lookups' bound.  A second put whose slots lie in
+ * the same segment may not take them in between: the ref it handed out
+ * would be stale to every lookup until the bound moves (the lookup finds
+ * the slot out of bounds), and in debug builds the slot's own check
+ * aborts.  Here the committing put stops just before it publishes; the
+ * second put must wait for it, and both entries pin.  (A put used to take
+ * its slots once an earlier store, to a list of segments now gone, named
+ * the segment.) */
 Test(table, put_in_a_segment_being_published_waits_for_it, .timeout = 60)
 {
     seg_race_t r = { .armed = true };

@@ -118,6 +118,16 @@ static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
         return NULL;
     return (pp__entry_t *)(void *)pool->fast.node[n].base + slot;
 }
+/* The hot records of segment s of node n, PP__SEG_SLOTS of them, if the
+ * segment is committed; NULL if not (yet).  For the walks over a table:
+ * the swap thread's and pp__table_foreach. */
+static inline pp__entry_t *pp__table_segment(pp_pool_t *pool, unsigned n, uint32_t s)
+{
+    /* acquire: as in pp__lookup (the commit's one release). */
+    if (s >= pp__atomic_plain_load_acquire(&pool->fast.node[n].lim) >> PP__SEG_SHIFT)
+        return NULL;
+    return (pp__entry_t *)(void *)pool->fast.node[n].base + ((size_t)s << PP__SEG_SHIFT);
+}
 pp__entry_t *pp__table_slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t);
 void pp__table_slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e);
 void pp__table_magazine_return(pp_pool_t *pool, pp__thread_t *t);

@@ -13,9 +13,10 @@
  * is published after each.  So the table grows without stopping or even
  * slowing readers: a lookup is the base plus the slot times 16, beside
  * one bounds check (pp__lookup), and a lookup with any ref, stale or
- * garbage, reads only memory that is committed.  node->dir lists the
- * committed segments' hot records, for the walks of the swap thread and
- * of pp__table_foreach.
+ * garbage, reads only memory that is committed.  The walks of the swap
+ * thread and of pp__table_foreach find a segment the same way
+ * (pp__table_segment): lim is the one word that says what is committed,
+ * published by one release store per segment.
  *
  * Slot allocation, fastest first:
  *   1. the thread's magazine for the node (private list, no atomics);
@@ -38,11 +39,6 @@
 
 int pp__table_init(pp_pool_t *pool, pp__node_t *node)
 {
-    bool bound;
-    node->dir = pp__topology_node_alloc(pool, node->index,
-                                        PP__SEG_MAX * sizeof(pp__entry_t *), &bound);
-    if (node->dir == NULL)
-        return PP_ENOMEM;
     if ((node->table = pp__topology_table_reserve()) == NULL ||
         (pool->swap && (node->adv = pp__alloc_zeroed(PP__SEG_MAX, sizeof *node->adv)) == NULL) ||
         pthread_mutex_init(&node->seg_lock, NULL) != 0) {
@@ -50,13 +46,11 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
         node->adv = NULL;
         pp__topology_table_release(node->table);
         node->table = NULL;
-        pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
-        node->dir = NULL;
         return PP_ENOMEM;
     }
     pool->fast.node[node->index].base = node->table;
     pp__atomic_plain_store_relaxed(&pool->fast.node[node->index].lim, 0);
-    pp__atomic_store_relaxed(&node->mem_bound, bound);
+    pp__atomic_store_relaxed(&node->mem_bound, 1);   /* until a commit is not */
     ck_stack_init(&node->free_slots);
     pp__atomic_store_relaxed(&node->put.next_slot, 0);
     return 0;
@@ -64,15 +58,13 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
 
 void pp__table_free(pp_pool_t *pool, pp__node_t *node)
 {
-    if (node->dir == NULL)
+    if (node->table == NULL)
         return;
     pp__atomic_plain_store_relaxed(&pool->fast.node[node->index].lim, 0);
     pool->fast.node[node->index].base = NULL;
     pp__topology_table_release(node->table);
     node->table = NULL;
     pthread_mutex_destroy(&node->seg_lock);
-    pp__topology_node_free(pool, (void *)node->dir, PP__SEG_MAX * sizeof(pp__entry_t *));
-    node->dir = NULL;
     if (node->adv != NULL) {
         for (uint32_t s = 0; s < PP__SEG_MAX; s++)
             pp__alloc_free(pp__atomic_load_relaxed(&node->adv[s]));
@@ -131,10 +123,9 @@ static bool segment_commit(pp_pool_t *pool, pp__node_t *node, uint32_t k)
 static pp__entry_t *segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
 {
     pp__entry_t *seg = (pp__entry_t *)(void *)(node->table + (size_t)s * PP__SEG_HOT_BYTES);
-    /* The test is on lim, the last of a commit's stores, never on dir[s]:
-     * a slot handed out must be one that lookups find, whoever committed
-     * its segment.  acquire: pairs with the release of lim below (the
-     * segment's records, zeroed, and its advice). */
+    /* A slot handed out must be one that lookups find, whoever committed
+     * its segment: the test is theirs.  acquire: pairs with the release of
+     * lim below (the segment's records, zeroed, and its advice). */
     if (s < pp__atomic_plain_load_acquire(&pool->fast.node[node->index].lim) >> PP__SEG_SHIFT)
         return seg;
     PP__TEST_POINT(SEG_LOCK, node);
@@ -143,12 +134,9 @@ static pp__entry_t *segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
     for (; k <= s; k++) {
         if (!advseg_get(node, k) || !segment_commit(pool, node, k))
             break;
-        /* release: publishes the committed segment (and its advice) to the
-         * swap thread's walks. */
-        pp__atomic_store_release(&node->dir[k],
-                                 (pp__entry_t *)(void *)(node->table + (size_t)k * PP__SEG_HOT_BYTES));
         PP__TEST_POINT(SEG_PUBLISH, node);
-        /* release: publishes it to lookups and to the puts above. */
+        /* release: publishes the committed segment (and its advice) to
+         * lookups, to the puts above and to the walks (pp__table_segment). */
         pp__atomic_plain_store_release(&pool->fast.node[node->index].lim, (k + 1) << PP__SEG_SHIFT);
     }
     pthread_mutex_unlock(&node->seg_lock);
@@ -235,8 +223,7 @@ void pp__table_foreach(pp_pool_t *pool, unsigned n,
     if (end > PP__MAX_SLOTS)
         end = PP__MAX_SLOTS;
     for (uint32_t s = 0; s < end; s += PP__SEG_SLOTS) {
-        /* acquire: pairs with the segment's release-install. */
-        pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[s >> PP__SEG_SHIFT]);
+        pp__entry_t *seg = pp__table_segment(pool, n, s >> PP__SEG_SHIFT);
         if (seg == NULL)
             continue;
         uint32_t stop = end - s < PP__SEG_SLOTS ? end - s : PP__SEG_SLOTS;

@@ -162,12 +162,12 @@ typedef struct pp__node {
     unsigned index;
     hwloc_cpuset_t cpuset;               /* the node's CPUs */
     hwloc_nodeset_t nodeset;             /* the node itself */
-    pp__entry_t *_Atomic *dir;           /* [PP__SEG_MAX] committed segments (table.c),
-                                            never uncommitted before destroy */
-    char *table;                         /* the reserved range they are in */
+    char *table;                         /* the reserved range of its table: segments
+                                            are committed in it, never uncommitted
+                                            before destroy (table.c) */
     pthread_mutex_t seg_lock;            /* commits segments in order (table.c) */
-    pp__advseg_t *_Atomic *adv;          /* [PP__SEG_MAX] advice (swap pools), beside dir */
-    _Atomic int mem_bound;               /* dir, node and segments bound to the node */
+    pp__advseg_t *_Atomic *adv;          /* [PP__SEG_MAX] advice (swap pools), by segment */
+    _Atomic int mem_bound;               /* node and segments bound to the node */
 
     /* Producers -- final unpins and releases on any thread, and the ends
      * of I/O -- and the reclaimer that consumes what they queue (their

@@ -152,9 +152,9 @@ enum pp__test_point {
                              left pins to drop, none dropped yet (arg: the
                              refs) */
     PP__TP_SEG_PUBLISH,   /* table.c, a put committing a segment of its node's
-                             table: committed and listed in node->dir, its
-                             slots not yet under the lookups' bound, the
-                             node's seg_lock held (arg: the node) */
+                             table: committed, its slots not yet under the
+                             lookups' bound (lim), the node's seg_lock held
+                             (arg: the node) */
     PP__TP_SEG_LOCK,      /* table.c, a put whose slots lie in a segment it
                              does not see published, about to take the node's
                              seg_lock (arg: the node) */

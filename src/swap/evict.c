@@ -226,8 +226,9 @@ static uint64_t evict_advised(pp_pool_t *pool, pp__node_t *node, bool *force,
         while (pp__atomic_load_relaxed(&node->sw.advised) != 0 &&
                ((*force && !evict_writing(node, t)) || pp__evict_needed(pool, node)) &&
                pp__advise_next_wontneed(node, &slot)) {
-            /* acquire: pairs with the segment's release-install. */
-            pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
+            /* Advice is given to entries, which are in committed segments. */
+            pp__entry_t *seg = pp__table_segment(pool, node->index, slot >> PP__SEG_SHIFT);
+            PP__CHECK(seg != NULL);
             pp__entry_t *e = &seg[slot & (PP__SEG_SLOTS - 1)];
             uint64_t pw = pp__atomic_load_relaxed(&e->pw);
             unsigned advice = pp__advise_of(node, slot, pw);
@@ -332,8 +333,7 @@ uint64_t pp__evict_pass(pp_pool_t *pool, pp__node_t *node, bool force, bool *stu
             node->sw.hand_end = slots;
         }
         uint32_t slot = node->sw.hand++;
-        /* acquire: pairs with the segment's release-install. */
-        pp__entry_t *seg = pp__atomic_load_acquire(&node->dir[slot >> PP__SEG_SHIFT]);
+        pp__entry_t *seg = pp__table_segment(pool, node->index, slot >> PP__SEG_SHIFT);
         if (seg == NULL)
             continue;
         uint64_t got = evict_one(pool, node, &seg[slot & (PP__SEG_SLOTS - 1)], slot,

@@ -210,29 +210,27 @@ static inline int pp__inline_hot_step(pp__inline_hot_t *h, const pp__inline_entr
     return 0;
 }
 
-/* A pin that pp__inline_pin_word did not find plain, pw the word it read:
- * a HOT entry's read pin on the thread's shard, if the thread's HOT cache
- * holds its promotion (pp__inline_hot_step), else PP__INLINE_HOT_ENTRY;
- * anything else PP__INLINE_MISS.  Apart, so that the plain pin's code runs
- * straight through. */
-static inline int pp__inline_pin_hot(pp__inline_thread_t *t, pp__inline_entry_t *e, uint64_t pw,
-                                     pp_ref_t ref, unsigned flags, void **data)
+/* A pin (inc 1) or unpin (inc -1) that the fast path did not find plain,
+ * pw the word it read, not yet counted: a HOT entry's, on the thread's
+ * shard, if the ref is of the entry's generation and the thread's HOT
+ * cache holds its promotion (pp__inline_hot_step), else
+ * PP__INLINE_HOT_ENTRY; anything else PP__INLINE_MISS.  Apart, so that
+ * the plain pin's and unpin's code runs straight through. */
+static inline int pp__inline_hot(pp__inline_thread_t *t, pp__inline_entry_t *e, uint64_t pw,
+                                 pp_ref_t ref, int inc)
 {
     if (!(pw & PP__INLINE_HOT))
         return PP__INLINE_MISS;
-    /* A write pin demotes the entry first: the library's. */
-    if ((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) || (flags & PP_PIN_WRITE) ||
-        !pp__inline_hot_step(t->hot, e, pw, 1))
+    if ((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
+        !pp__inline_hot_step(t->hot, e, pw, inc))
         return PP__INLINE_HOT_ENTRY;
-    if (data != NULL)
-        *data = e->data;   /* stable: HOT entries are resident and pinned */
     return PP__INLINE_DONE;
 }
 
 /* The pin of a live, resident entry, not dead, e as pp__inline_find found
  * it, not yet counted; flags: PP_PIN_WRITE, PP_PIN_NOWAIT.  A cold entry's
  * pin is on its word; a HOT entry's read pin on the thread's shard
- * (pp__inline_pin_hot). */
+ * (pp__inline_hot). */
 static inline int pp__inline_pin_word(pp__inline_thread_t *t, pp__inline_entry_t *e,
                                       pp_ref_t ref, unsigned flags, void **data)
 {
@@ -246,8 +244,15 @@ static inline int pp__inline_pin_word(pp__inline_thread_t *t, pp__inline_entry_t
                                     PP__INLINE_HOT | slow)) !=
                                  (PP__INLINE_LIVE | PP__INLINE_RESIDENT) ||
                              (pw & PP__INLINE_PINS) == PP__INLINE_PINS || PP__INLINE_YIELD_ON(PIN),
-                         0))
-        return pp__inline_pin_hot(t, e, pw, ref, flags, data);
+                         0)) {
+        /* A write pin demotes a HOT entry first: the library's. */
+        int why = (flags & PP_PIN_WRITE) && (pw & PP__INLINE_HOT)
+                      ? PP__INLINE_HOT_ENTRY
+                      : pp__inline_hot(t, e, pw, ref, 1);
+        if (why == PP__INLINE_DONE && data != NULL)
+            *data = e->data;   /* stable: HOT entries are resident and pinned */
+        return why;
+    }
     uint64_t bits = (flags & PP_PIN_WRITE) ? PP__INLINE_DIRTY | PP__INLINE_WPIN : 0;
     /* acquire: pairs with the release of whoever last wrote the data -- the
      * putter, a load's commit, a write pinner's unpin -- so this pinner's
@@ -310,20 +315,6 @@ static inline int pp__inline_unpin_cas(pp__inline_entry_t *e, uint64_t pw)
                             1);
 }
 
-/* An unpin that pp__inline_unpin_at did not find plain, pw the word it
- * read: a HOT entry's on the thread's shard, as pp__inline_pin_hot, not
- * yet counted. */
-static inline int pp__inline_unpin_hot(pp__inline_thread_t *t, pp__inline_entry_t *e, uint64_t pw,
-                                       pp_ref_t ref)
-{
-    if (!(pw & PP__INLINE_HOT))
-        return PP__INLINE_MISS;
-    if ((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
-        !pp__inline_hot_step(t->hot, e, pw, -1))
-        return PP__INLINE_HOT_ENTRY;
-    return PP__INLINE_DONE;
-}
-
 /* The unpin of a live cold entry, not dead, that holds a pin, or of a HOT
  * one whose promotion the thread's HOT cache holds and whose shard holds a
  * pin; e and t as pp__inline_find found them.  PP__INLINE_HOT_ENTRY as for
@@ -332,7 +323,7 @@ static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t
 {
     uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
     if (!pp__inline_unpin_ok(pw, ref)) {
-        int why = pp__inline_unpin_hot(t, e, pw, ref);
+        int why = pp__inline_hot(t, e, pw, ref, -1);
         if (why == PP__INLINE_DONE)
             pp__inline_count(t, ref, PP__INLINE_COUNT_UNPINS);
         return why;

@@ -241,6 +241,46 @@ Test(inline, hot_entry_pins_on_the_thread_s_shard, .timeout = 30)
     ct_delete(ct);
 }
 
+/* A demotion ends the promotion the thread's HOT cache holds.  The next
+ * promotion of the entry, in the same slot, may show the very same pins
+ * word; its counters carry a new tag, so the cached step fails and the
+ * library pins (and fills the cache again): a pin is never counted on the
+ * counters of a promotion that is over. */
+Test(inline, hot_cache_of_an_ended_promotion_is_not_used, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool(NULL);
+    ct_t *ct = ct_new(1);
+    void *buf;
+    pp_ref_t r = put_kept(pool, ct, 0, 64, &buf);
+    cr_assert_eq(pp__debug_hot(pool, r, 1), 1);
+    unsigned misses = 0;
+    pp__test_point_hook(count_miss, &misses);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);            /* the library: fills the cache */
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);            /* the cached step */
+    cr_assert_eq(misses, 1);
+    cr_assert_eq(pp__debug_hot(pool, r, 0), 0, "demoted, both pins in the word");
+    cr_assert_eq(pins_of(pool, r), 2);
+    cr_assert_eq(pp__debug_hot(pool, r, 1), 1, "promoted again, the same slot");
+    void *p = NULL;
+    assert_rc(pp_pin(pool, r, 0, &p), 0);
+    cr_assert_eq(p, buf);
+    cr_assert_eq(misses, 2, "the old promotion's cache must not pin");
+    cr_assert_eq(pins_of(pool, r), 3);
+    assert_rc(pp_pin(pool, r, 0, NULL), 0);            /* cached again: the new promotion */
+    cr_assert_eq(misses, 2);
+    for (uint32_t i = 4; i-- > 0;)
+        assert_rc(pp_unpin(pool, r), 0);
+    pp__test_point_hook(NULL, NULL);
+    cr_assert_eq(pp__debug_hot(pool, r, 0), 0);
+    cr_assert_eq(pins_of(pool, r), 0);
+    assert_counts(pool, 4, 4);
+    assert_rc(pp_release(pool, r), 0);
+    test_drain(pool);
+    cr_assert_eq(ct_frees(ct, 0), 1, "freed once, with no pin left on any counter");
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
 /* pp_pool_create under this header passes its layout version: a library
  * of another refuses the pool, with a report line. */
 Test(inline, another_layout_version_is_refused, .timeout = 30)

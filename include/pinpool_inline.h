@@ -16,9 +16,11 @@
  * pool, an entry that is swapped, being written out or dead, a stale ref,
  * contention, tracking (PP_TRACK_PINS), unknown flags -- goes to the
  * library, which starts over.  pp_pin_many and pp_unpin_many
- * do the same for batches of up to PP__INLINE_BATCH refs (read pins; an
- * unpin batch without a ref twice): all records are found and prefetched
- * before the first compare-and-swap, and a batch the fast path cannot
+ * do the same for batches of up to PP__INLINE_BATCH refs whose length is
+ * a constant where they are called (read pins; an unpin batch without a
+ * ref twice), any other length calling the library's copy of the code:
+ * all records are found before the first compare-and-swap, so that
+ * their cache misses overlap, and a batch the fast path cannot
  * finish is handed to the library with what it did (pins it took, to be
  * dropped uncounted; pins it dropped after the whole check), so that a
  * failed pp_pin_many still leaves no trace.  Every promise of pinpool.h
@@ -348,55 +350,105 @@ static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
  * (a task's inputs); a longer one goes to the library. */
 #define PP__INLINE_BATCH 16u
 
+/* The batch loops are unrolled, so that the records and words of a batch
+ * stay in registers: in the library's copy (any length up to
+ * PP__INLINE_BATCH), and in a caller's where the length is a constant (a
+ * task's 4 inputs); a caller's batch of another length calls the library
+ * (pp__inline_pin_many_call).  A store between two compare-and-swaps makes
+ * the second wait until it is written, so the loops that swap store
+ * nothing. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define PP__INLINE_UNROLL _Pragma("GCC unroll 16")
+#else
+#define PP__INLINE_UNROLL
+#endif
+
 /* The batch fast paths' prologue: the calling thread's registration with
- * pool (pp__inline_ready) and in e the records of refs[0..n), each
- * prefetched for write, so that their misses overlap; NULL: the full way
- * (a batch too long, no refs, a ref that names no committed slot). */
+ * pool (pp__inline_ready) and in e the records of refs[0..n); in *nodes,
+ * zero if every ref is of refs[0]'s node (pp__inline_count_batch).  NULL:
+ * the full way (a batch too long, no refs, a ref that names no committed
+ * slot). */
 static inline pp__inline_thread_t *pp__inline_batch_find(pp_pool_t *pool, const pp_ref_t *refs,
-                                                         size_t n, pp__inline_entry_t **e)
+                                                         size_t n, pp__inline_entry_t **e,
+                                                         uint64_t *nodes)
 {
     pp__inline_thread_t *t = pp__inline_ready(pool);
+    uint64_t differ = 0;
     size_t i;
     if (__builtin_expect(t == NULL || n > PP__INLINE_BATCH || (refs == NULL && n != 0), 0))
         return NULL;
+    PP__INLINE_UNROLL
     for (i = 0; i < n; i++) {
         e[i] = pp__inline_entry(pool, refs[i]);
         if (__builtin_expect(e[i] == NULL, 0))
             return NULL;
-        __builtin_prefetch(e[i], 1, 3);
+        differ |= refs[i] ^ refs[0];
     }
+    *nodes = differ >> 58;   /* the node bits of pp_ref_t */
     return t;
+}
+
+/* Counts k pins or unpins (which) of refs[0..k): one store if all are of
+ * one node (nodes as pp__inline_batch_find gave it), else one each. */
+static inline void pp__inline_count_batch(pp__inline_thread_t *t, const pp_ref_t *refs, size_t k,
+                                          uint64_t nodes, unsigned which)
+{
+    size_t i;
+    if (__builtin_expect(nodes == 0 && k != 0, 1)) {
+        uint64_t *c = &t->count[pp_ref_node(refs[0]) * PP__INLINE_COUNT_WORDS + which];
+        __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + k, __ATOMIC_RELAXED);
+        return;
+    }
+    for (i = 0; i < k; i++)
+        pp__inline_count(t, refs[i], which);
 }
 
 /* pp_pin_many's fast path: pins refs[0..n), all resident cold entries, for
  * a registered thread; flags 0 or PP_PIN_NOWAIT (a write pin marks its
- * entries dirty only once all are pinned: the library's).
+ * entries dirty only once all are pinned: the library's).  Every record is
+ * prefetched before anything is checked, so that their misses overlap
+ * each other and whatever the caller did last; the data pointers are
+ * written, and the data prefetched, once all are pinned.
  * PP__INLINE_DONE: all pinned and counted.  Otherwise
  * the first *done refs are pinned, not counted, and the call is not over:
  * pp_inline_pin_many_slow drops those pins and starts over. */
 static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                       unsigned flags, void **data, size_t *done)
 {
+    const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
     pp__inline_entry_t *e[PP__INLINE_BATCH];
     pp__inline_thread_t *t;
+    uint64_t nodes;
     size_t i;
     *done = 0;
+    /* A hint, never a fault: the address of a ref not yet checked. */
+    if (__builtin_expect(pool != NULL && n <= PP__INLINE_BATCH, 1)) {
+        PP__INLINE_UNROLL
+        for (i = 0; i < n; i++)
+            __builtin_prefetch((pp__inline_entry_t *)(void *)f->node[pp_ref_node(refs[i])].base +
+                                   pp_ref_slot(refs[i]),
+                               1, 3);
+    }
     if (__builtin_expect((flags & ~(unsigned)PP_PIN_NOWAIT) != 0, 0) ||
-        (t = pp__inline_batch_find(pool, refs, n, e)) == NULL)
+        (t = pp__inline_batch_find(pool, refs, n, e, &nodes)) == NULL)
         return PP__INLINE_MISS;
+    PP__INLINE_UNROLL
     for (i = 0; i < n; i++) {
-        void **d = data != NULL ? &data[i] : NULL;
-        int why = pp__inline_pin_word(t, e[i], refs[i], flags, d);
+        int why = pp__inline_pin_word(t, e[i], refs[i], flags, NULL);
         if (__builtin_expect(why != PP__INLINE_DONE, 0)) {
             *done = i;
             return why;
         }
-        /* The caller is about to read the data: a hint, never a fault. */
-        if (d != NULL)
-            __builtin_prefetch(*d, 0, 3);
     }
-    for (i = 0; i < n; i++)
-        pp__inline_count(t, refs[i], PP__INLINE_COUNT_PINS);
+    if (data != NULL) {
+        PP__INLINE_UNROLL
+        for (i = 0; i < n; i++) {
+            data[i] = e[i]->data;   /* stable: pinned (pp__inline_pin_word) */
+            /* The caller is about to read the data: a hint, never a fault. */
+            __builtin_prefetch(data[i], 0, 3);
+        }
+    }
+    pp__inline_count_batch(t, refs, n, nodes, PP__INLINE_COUNT_PINS);
     return PP__INLINE_DONE;
 }
 
@@ -405,34 +457,42 @@ static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, siz
  * checked before the first pin is dropped.  PP__INLINE_DONE: all dropped
  * and counted.  PP__INLINE_MISS: nothing done, the library does the whole
  * call.  PP__INLINE_CONTENDED: all passed the check and the first *done
- * are dropped, but the next one's word changed since: the library drops
- * the others, one by one, as pp_unpin_many does after its check. */
+ * are dropped and counted, but the next one's word changed since: the
+ * library drops the others, one by one, as pp_unpin_many does after its
+ * check. */
 static inline int pp__inline_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                         size_t *done)
 {
-    pp__inline_entry_t *e[PP__INLINE_BATCH];
-    uint64_t pw[PP__INLINE_BATCH];
-    pp__inline_thread_t *t = pp__inline_batch_find(pool, refs, n, e);
+    /* Zeroed only for the compiler's sake, which cannot see that the
+     * second loop reads what the first wrote: in registers once unrolled. */
+    pp__inline_entry_t *e[PP__INLINE_BATCH] = {0};
+    uint64_t pw[PP__INLINE_BATCH] = {0};
+    uint64_t nodes;
+    pp__inline_thread_t *t = pp__inline_batch_find(pool, refs, n, e, &nodes);
     size_t i, j;
     *done = 0;
     if (t == NULL)
         return PP__INLINE_MISS;
+    PP__INLINE_UNROLL
     for (i = 0; i < n; i++) {
         pw[i] = __atomic_load_n(&e[i]->pw, __ATOMIC_RELAXED);
         if (!pp__inline_unpin_ok(pw[i], refs[i]))
             return PP__INLINE_MISS;
+        PP__INLINE_UNROLL
         for (j = 0; j < i; j++)
             if (__builtin_expect(refs[j] == refs[i], 0))
                 return PP__INLINE_MISS;   /* each must hold as many pins as it appears */
     }
     PP__INLINE_POINT(UNPIN_MANY_CHECKED, (void *)(uintptr_t)refs);
+    PP__INLINE_UNROLL
     for (i = 0; i < n; i++) {
         if (__builtin_expect(!pp__inline_unpin_cas(e[i], pw[i]), 0)) {
+            pp__inline_count_batch(t, refs, i, nodes, PP__INLINE_COUNT_UNPINS);
             *done = i;
             return PP__INLINE_CONTENDED;
         }
-        pp__inline_count(t, refs[i], PP__INLINE_COUNT_UNPINS);
     }
+    pp__inline_count_batch(t, refs, n, nodes, PP__INLINE_COUNT_UNPINS);
     *done = n;
     return PP__INLINE_DONE;
 }
@@ -477,12 +537,17 @@ static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)
 }
 
 /* pp_pin_many and pp_unpin_many: the fast path, else the library's rest
- * (the library's own functions are these too). */
+ * (the library's own functions are these too); in a caller, a batch whose
+ * length is not a constant goes to the library's copy at once. */
 static inline int pp__inline_pin_many_call(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                            unsigned flags, void **data, const char *file,
                                            int line)
 {
     size_t done;
+#ifndef PP__INLINE_LIBRARY
+    if (!__builtin_constant_p(n))
+        return pp_pin_many_loc(pool, refs, n, flags, data, file, line);
+#endif
     if (__builtin_expect(pp__inline_pin_many(pool, refs, n, flags, data, &done) == PP__INLINE_DONE,
                          1))
         return 0;
@@ -493,6 +558,10 @@ static inline int pp__inline_unpin_many_call(pp_pool_t *pool, const pp_ref_t *re
                                              size_t *done)
 {
     size_t dropped;
+#ifndef PP__INLINE_LIBRARY
+    if (!__builtin_constant_p(n))
+        return (pp_unpin_many)(pool, refs, n, done);
+#endif
     int why = pp__inline_unpin_many(pool, refs, n, &dropped);
     if (__builtin_expect(why == PP__INLINE_DONE, 1)) {
         if (done != NULL)

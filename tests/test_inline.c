@@ -380,6 +380,57 @@ Test(inline, batches_pin_and_unpin_as_the_library_s, .timeout = 30)
     ct_delete(ct);
 }
 
+/* A batch's pins and unpins are counted on each ref's node: with one
+ * store where all refs are of one node, one each where they are not; and
+ * a batch whose length is known only at run time (the library's copy of
+ * the code) counts the same. */
+static void assert_node_counts(pp_pool_t *pool, const uint64_t *pins, const uint64_t *unpins,
+                               unsigned nodes)
+{
+    for (unsigned n = 0; n < nodes; n++) {
+        pp_node_stats_t s;
+        test_node_stats(pool, n, &s);
+        cr_assert_eq(s.pins, pins[n], "node %u pins %" PRIu64, n, (uint64_t)s.pins);
+        cr_assert_eq(s.unpins, unpins[n], "node %u unpins %" PRIu64, n, (uint64_t)s.unpins);
+    }
+}
+
+Test(inline, batch_counts_each_ref_on_its_node, .timeout = 30)
+{
+    pp_options_t opt = PP_OPTIONS_INIT;
+    opt.topology = TEST_SYNTH4;
+    pp_pool_t *pool = test_pool(&opt);
+    cr_assert_eq(test_nodes(pool), 4);
+    ct_t *ct = ct_new(4);
+    const unsigned node[4] = { 0, 1, 1, 2 };
+    pp_ref_t r[4];
+    void *d[4];
+    for (size_t i = 0; i < 4; i++)
+        r[i] = ct_put(pool, ct, i, 64, PP_ON_NODE(node[i]));
+    assert_rc(pp_pin_many(pool, r, 4, 0, d), 0);
+    assert_rc(pp_unpin_many(pool, r, 4, NULL), 0);
+    uint64_t want[4] = { 1, 2, 1, 0 };
+    assert_node_counts(pool, want, want, 4);
+    /* All of node 1: counted there, not on the first node. */
+    assert_rc(pp_pin_many(pool, r + 1, 2, 0, d), 0);
+    assert_rc(pp_unpin_many(pool, r + 1, 2, NULL), 0);
+    want[1] += 2;
+    assert_node_counts(pool, want, want, 4);
+    /* A run-time length. */
+    volatile size_t n = 4;
+    for (size_t i = 0; i < 4; i++)
+        d[i] = NULL;
+    assert_rc(pp_pin_many(pool, r, n, 0, d), 0);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(ct_check(d[i], i, 64), "data of ref %zu", i);
+    assert_rc(pp_unpin_many(pool, r, n, NULL), 0);
+    want[0]++, want[1] += 2, want[2]++;
+    assert_node_counts(pool, want, want, 4);
+    release_each(pool, r, 4);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
 /* A batch that fails after the fast path pinned some of it: the library
  * drops those pins uncounted, and the call leaves no trace. */
 static unsigned undo_points;

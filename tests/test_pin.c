@@ -939,6 +939,12 @@ Test(pin, unpin_many_says_how_many_refs_it_is_through_with, .timeout = 30)
     cr_assert_eq(pins_of(pool, r[2]), 1, "r[2] is still pinned: the caller's to drop");
     assert_rc(pp_unpin_many(pool, r + done, 3 - done, &done), 0);
     cr_assert_eq(done, 1);
+    /* Every unpin counted once: the fast path's of r[0] before it lost
+     * the compare-and-swap of r[1], the stolen one, the last batch's. */
+    pp_stats_t s;
+    test_stats(pool, &s);
+    cr_assert_eq(s.total.pins, 6);
+    cr_assert_eq(s.total.unpins, 6);
     for (int i = 0; i < 3; i++)
         assert_rc(pp_release(pool, r[i]), 0);
     test_destroy(pool);

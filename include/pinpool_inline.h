@@ -421,12 +421,15 @@ static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, siz
     uint64_t nodes;
     size_t i;
     *done = 0;
-    /* A hint, never a fault: the address of a ref not yet checked. */
-    if (__builtin_expect(pool != NULL && n <= PP__INLINE_BATCH, 1)) {
+    /* A hint, never a fault: the address of a ref not yet checked, whose
+     * node may have no table (computed as an integer: no pointer
+     * arithmetic on a NULL base). */
+    if (__builtin_expect(pool != NULL && refs != NULL && n <= PP__INLINE_BATCH, 1)) {
         PP__INLINE_UNROLL
         for (i = 0; i < n; i++)
-            __builtin_prefetch((pp__inline_entry_t *)(void *)f->node[pp_ref_node(refs[i])].base +
-                                   pp_ref_slot(refs[i]),
+            __builtin_prefetch((const void *)((uintptr_t)f->node[pp_ref_node(refs[i])].base +
+                                              (uintptr_t)pp_ref_slot(refs[i]) *
+                                                  sizeof(pp__inline_entry_t)),
                                1, 3);
     }
     if (__builtin_expect((flags & ~(unsigned)PP_PIN_NOWAIT) != 0, 0) ||

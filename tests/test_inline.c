@@ -358,6 +358,9 @@ Test(inline, batches_pin_and_unpin_as_the_library_s, .timeout = 30)
     assert_rc(pp_pin_many(pool, r, 0, 0, NULL), 0);
     assert_rc(pp_unpin_many(pool, r, 0, &done), 0);
     cr_assert_eq(done, 0);
+    /* No refs: the library's error, before any is read. */
+    assert_rc(pp_pin_many(pool, NULL, 2, 0, d), PP_EINVAL);
+    assert_rc(pp_unpin_many(pool, NULL, 2, &done), PP_EINVAL);
     assert_rc(pp_unpin_many(pool, twice, 3, NULL), 0);
     assert_counts(pool, 7, 7);
     /* A write batch marks every entry dirty; the library's unpin drops it. */

@@ -300,6 +300,14 @@ static inline int pp__inline_unpin_ok(uint64_t pw, pp_ref_t ref)
                             1);
 }
 
+/* pp__inline_unpin_many's second loop drops the pins whose words its
+ * first loop read: GCC, once the loops are unrolled, cannot see that and
+ * warns that the words and records may be unset (zeroing them to quiet it
+ * costs the library's copy a string store on every call). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 /* Drops one pin of e, whose pins word was pw (pp__inline_unpin_ok), by
  * one compare-and-swap; false if the word changed meanwhile. */
 static inline int pp__inline_unpin_cas(pp__inline_entry_t *e, uint64_t pw)
@@ -316,6 +324,9 @@ static inline int pp__inline_unpin_cas(pp__inline_entry_t *e, uint64_t pw)
                                                         __ATOMIC_RELAXED),
                             1);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* The unpin of a live cold entry, not dead, that holds a pin, or of a HOT
  * one whose promotion the thread's HOT cache holds and whose shard holds a
@@ -466,10 +477,8 @@ static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, siz
 static inline int pp__inline_unpin_many(pp_pool_t *pool, const pp_ref_t *refs, size_t n,
                                         size_t *done)
 {
-    /* Zeroed only for the compiler's sake, which cannot see that the
-     * second loop reads what the first wrote: in registers once unrolled. */
-    pp__inline_entry_t *e[PP__INLINE_BATCH] = {0};
-    uint64_t pw[PP__INLINE_BATCH] = {0};
+    pp__inline_entry_t *e[PP__INLINE_BATCH];
+    uint64_t pw[PP__INLINE_BATCH];
     uint64_t nodes;
     pp__inline_thread_t *t = pp__inline_batch_find(pool, refs, n, e, &nodes);
     size_t i, j;

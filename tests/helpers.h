@@ -325,6 +325,17 @@ static inline unsigned test_nodes(pp_pool_t *pool)
     return s.nodes;
 }
 
+/* A pool with default options on the synthetic topology of four nodes,
+ * whatever the environment says. */
+static inline pp_pool_t *test_pool_synth4(void)
+{
+    pp_options_t o = PP_OPTIONS_INIT;
+    o.topology = TEST_SYNTH4;
+    pp_pool_t *pool = test_pool(&o);
+    cr_assert_eq(test_nodes(pool), 4);
+    return pool;
+}
+
 /* Each node's reclaimer thread id into tid[node]; returns the nodes. */
 static inline unsigned test_reclaimer_tids(pp_pool_t *pool, int tid[PP_MAX_NODES])
 {

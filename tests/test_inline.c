@@ -400,10 +400,7 @@ static void assert_node_counts(pp_pool_t *pool, const uint64_t *pins, const uint
 
 Test(inline, batch_counts_each_ref_on_its_node, .timeout = 30)
 {
-    pp_options_t opt = PP_OPTIONS_INIT;
-    opt.topology = TEST_SYNTH4;
-    pp_pool_t *pool = test_pool(&opt);
-    cr_assert_eq(test_nodes(pool), 4);
+    pp_pool_t *pool = test_pool_synth4();
     ct_t *ct = ct_new(4);
     const unsigned node[4] = { 0, 1, 1, 2 };
     pp_ref_t r[4];

@@ -107,9 +107,7 @@ static void *home_releaser(void *arg)
 
 Test(reclaim, free_on_home_node_reclaimer, .timeout = 60)
 {
-    pp_options_t o = PP_OPTIONS_INIT;
-    o.topology = TEST_SYNTH4;
-    pp_pool_t *pool = test_pool(&o);
+    pp_pool_t *pool = test_pool_synth4();
     int rtid[PP_MAX_NODES];
     cr_assert_eq(test_reclaimer_tids(pool, rtid), 4);
     size_t n = 4 * HOME_PER_NODE;

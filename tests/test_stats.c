@@ -478,10 +478,7 @@ Test(stats, node_stats_errors, .timeout = 30)
  * pins and frees, as pp_node_stats gives them; and total is their sum. */
 Test(stats, node_stats_per_node_and_sum, .timeout = 60)
 {
-    pp_options_t o = PP_OPTIONS_INIT;
-    o.topology = TEST_SYNTH4;
-    pp_pool_t *pool = test_pool(&o);
-    cr_assert_eq(test_nodes(pool), 4);
+    pp_pool_t *pool = test_pool_synth4();
     ct_t *ct = ct_new(64);
     pp_ref_t kept[4];
     size_t id = 0;

@@ -155,18 +155,28 @@ static inline pp__inline_thread_t *pp__inline_ready(pp_pool_t *pool)
     return t;
 }
 
+/* Where ref's record is in pool's table, whether its slot is committed
+ * or not: an address to prefetch, to read only once pp__inline_entry has
+ * checked it.  An integer, as the ref's node may have no table. */
+static inline uintptr_t pp__inline_entry_addr(const pp__inline_pool_t *f, pp_ref_t ref)
+{
+    /* pp_ref_node: < PP_MAX_NODES, 6 bits. */
+    return (uintptr_t)f->node[pp_ref_node(ref)].base +
+           (uintptr_t)pp_ref_slot(ref) * sizeof(pp__inline_entry_t);
+}
+
 /* The entry ref names in pool, if its slot is committed; NULL: the full
  * way. */
 static inline pp__inline_entry_t *pp__inline_entry(pp_pool_t *pool, pp_ref_t ref)
 {
     const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
-    unsigned n = pp_ref_node(ref);           /* < PP_MAX_NODES: 6 bits */
-    uint32_t slot = pp_ref_slot(ref);
     /* acquire: pairs with the release that publishes a segment's commit,
      * so the zeroed segment is seen before any word in it. */
-    if (__builtin_expect(slot >= __atomic_load_n(&f->node[n].lim, __ATOMIC_ACQUIRE), 0))
+    if (__builtin_expect(pp_ref_slot(ref) >=
+                             __atomic_load_n(&f->node[pp_ref_node(ref)].lim, __ATOMIC_ACQUIRE),
+                         0))
         return NULL;
-    return (pp__inline_entry_t *)(void *)f->node[n].base + slot;
+    return (pp__inline_entry_t *)pp__inline_entry_addr(f, ref);
 }
 
 /* The entry ref names, if the slot is committed, and the thread's
@@ -432,16 +442,11 @@ static inline int pp__inline_pin_many(pp_pool_t *pool, const pp_ref_t *refs, siz
     uint64_t nodes;
     size_t i;
     *done = 0;
-    /* A hint, never a fault: the address of a ref not yet checked, whose
-     * node may have no table (computed as an integer: no pointer
-     * arithmetic on a NULL base). */
+    /* A hint, never a fault: the record of a ref not yet checked. */
     if (__builtin_expect(pool != NULL && refs != NULL && n <= PP__INLINE_BATCH, 1)) {
         PP__INLINE_UNROLL
         for (i = 0; i < n; i++)
-            __builtin_prefetch((const void *)((uintptr_t)f->node[pp_ref_node(refs[i])].base +
-                                              (uintptr_t)pp_ref_slot(refs[i]) *
-                                                  sizeof(pp__inline_entry_t)),
-                               1, 3);
+            __builtin_prefetch((const void *)pp__inline_entry_addr(f, refs[i]), 1, 3);
     }
     if (__builtin_expect((flags & ~(unsigned)PP_PIN_NOWAIT) != 0, 0) ||
         (t = pp__inline_batch_find(pool, refs, n, e, &nodes)) == NULL)

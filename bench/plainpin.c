@@ -20,7 +20,10 @@
  * The draws come from the same xorshift stream in each variant, so each
  * touches the same entries in the same order.
  *
- *   plainpin [--entries N] [--ops M] [--rounds R] [--csv FILE]
+ *   plainpin [--parts] [--entries N] [--ops M] [--rounds R] [--csv FILE]
+ *
+ * --parts measures instead what the inlined pin+unpin adds to the floor in
+ * this loop, step by step (parts_loop).
  *
  * docs/performance.md compares its pin+unpin with pinbench's uniform
  * scenario at 1 thread, run on the same machine.
@@ -152,6 +155,110 @@ static double pairs_floor(slot_t *rec, const uint64_t *frefs, size_t n, size_t o
     return (double)(now_ns() - t0) / (double)ops;
 }
 
+/* --parts: what the inlined pin+unpin adds to the floor in this loop, one
+ * step at a time, each on the pool's own records through the pool's refs
+ * and the pool's code from pinpool_inline.h, the same draws:
+ *   0 floor    cas-floor's CAS each way on the record the ref names
+ *              (slot and generation from the ref, the LIVE bit), no other
+ *              check -- the records, the refs and their misses alone
+ *   1 bounds   + the slot checked against the node's committed slots
+ *              (pp__inline_entry)
+ *   2 thread   + the thread's registration with the pool (pp__inline_ready)
+ *   3 state    + the pool's own pin and unpin of the word: every state
+ *              check, one CAS each way (pp__inline_pin_word,
+ *              pp__inline_unpin_ok and pp__inline_unpin_cas)
+ *   4 lookup   + the unpin's own lookup of the ref, as a separate call
+ *              makes it (pp__inline_find again)
+ *   5 counts   + the thread's pin and unpin counters (pp__inline_count):
+ *              what pp_pin and pp_unpin inline, short of the calls' code
+ *   6 inline   pp_pin + pp_unpin with pinpool_inline.h (as "inline" above)
+ * Each step's loop is compiled apart, with its step a constant. */
+enum { PARTS = 7 };
+static const char *const part_name[PARTS] = { "floor", "bounds", "thread", "state", "lookup",
+                                              "counts", "inline" };
+
+static inline __attribute__((always_inline)) double parts_loop(pp_pool_t *pool,
+                                                               const pp_ref_t *refs, size_t n,
+                                                               size_t ops, unsigned step)
+{
+    const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
+    uint64_t x = 88172645463325252u, t0 = now_ns();
+    uintptr_t sink = 0;
+    for (size_t k = 0; k < ops; k++) {
+        pp_ref_t ref = refs[next(&x) % n];
+        pp__inline_thread_t *t = NULL;
+        pp__inline_entry_t *e;
+        if (step >= 2 && (t = pp__inline_ready(pool)) == NULL)
+            die("parts: the thread's registration", 0);
+        if (step >= 1) {
+            if ((e = pp__inline_entry(pool, ref)) == NULL)
+                die("parts: slot not committed", 0);
+        } else {
+            e = (pp__inline_entry_t *)pp__inline_entry_addr(f, ref);
+        }
+        uint64_t w;
+        if (step >= 3) {
+            void *data;
+            if (pp__inline_pin_word(t, e, ref, 0, &data) != PP__INLINE_DONE)
+                die("parts: pin", 0);
+            if (step >= 5)
+                pp__inline_count(t, ref, PP__INLINE_COUNT_PINS);
+            sink += (uintptr_t)data;
+            if (step >= 4 && (e = pp__inline_find(pool, ref, &t)) == NULL)
+                die("parts: second lookup", 0);
+            w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+            if (!pp__inline_unpin_ok(w, ref) || !pp__inline_unpin_cas(e, w))
+                die("parts: unpin", 0);
+            if (step >= 5)
+                pp__inline_count(t, ref, PP__INLINE_COUNT_UNPINS);
+            continue;
+        }
+        /* cas-floor's pin and unpin (pairs_floor), on the pool's word. */
+        w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+        do {
+            if ((uint32_t)(w >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) || !(w & PP__INLINE_LIVE))
+                die("parts: stale", 0);
+        } while (!__atomic_compare_exchange_n(&e->pw, &w, w + 1, 1, __ATOMIC_ACQUIRE,
+                                              __ATOMIC_RELAXED));
+        sink += (uintptr_t)e->data;
+        w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+        do {
+            if ((uint32_t)(w >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) || !(w & PP__INLINE_LIVE))
+                die("parts: stale", 0);
+        } while (!__atomic_compare_exchange_n(&e->pw, &w, w - 1, 1, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_RELAXED));
+    }
+    g_sink += sink;
+    return (double)(now_ns() - t0) / (double)ops;
+}
+
+#define PARTS_STEP(k)                                                                              \
+    static __attribute__((noinline)) double parts_##k(pp_pool_t *pool, const pp_ref_t *refs,       \
+                                                      size_t n, size_t ops)                        \
+    {                                                                                              \
+        return parts_loop(pool, refs, n, ops, k);                                                  \
+    }
+PARTS_STEP(0)
+PARTS_STEP(1)
+PARTS_STEP(2)
+PARTS_STEP(3)
+PARTS_STEP(4)
+PARTS_STEP(5)
+
+/* Step k of --parts, one round. */
+static double parts_run(unsigned k, pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t ops)
+{
+    switch (k) {
+    case 0: return parts_0(pool, refs, n, ops);
+    case 1: return parts_1(pool, refs, n, ops);
+    case 2: return parts_2(pool, refs, n, ops);
+    case 3: return parts_3(pool, refs, n, ops);
+    case 4: return parts_4(pool, refs, n, ops);
+    case 5: return parts_5(pool, refs, n, ops);
+    default: return pairs_inline(pool, refs, n, ops);
+    }
+}
+
 static double tasks_pool(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t tasks)
 {
     uint64_t x = 88172645463325252u, t0 = now_ns();
@@ -204,6 +311,44 @@ static double median(double *v, unsigned n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* --parts: the steps interleaved round by round, each round in another
+ * order; medians, each step's cost over the one before it, and the
+ * steps' ratios to the floor (step 0). */
+static void parts_main(pp_pool_t *pool, const pp_ref_t *refs, size_t n, size_t ops,
+                       unsigned rounds, const char *csv, const machine_t *machine)
+{
+    /* The thread's first pin goes through the library, as a user's does:
+     * it registers the thread that the fast path then finds. */
+    void *data;
+    int rc = pp_pin(pool, refs[0], 0, &data);
+    if (rc != 0 || (rc = pp_unpin(pool, refs[0])) != 0)
+        die("parts: the first pin", rc);
+    double t[PARTS][99], m[PARTS];
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned k = 0; k < PARTS; k++) {
+            unsigned step = (k + r) % PARTS;
+            t[step][r] = parts_run(step, pool, refs, n, ops);
+        }
+    for (unsigned k = 0; k < PARTS; k++)
+        m[k] = median(t[k], rounds);
+    printf("plainpin --parts: %zu entries, %zu random pin+unpin per round, %u rounds, medians, "
+           "ns per op, on the pool's records:\n", n, ops, rounds);
+    for (unsigned k = 0; k < PARTS; k++)
+        printf("  %u %-7s %8.2f   %+7.2f over the step before   %.2fx the floor\n", k,
+               part_name[k], m[k], k == 0 ? 0.0 : m[k] - m[k - 1], m[k] / m[0]);
+    if (csv == NULL)
+        return;
+    FILE *f = fopen(csv, "w");
+    if (f == NULL)
+        die("fopen --csv", 0);
+    machine_print(f, machine, "# ");
+    fprintf(f, "step,part,ns_per_op\n");
+    for (unsigned k = 0; k < PARTS; k++)
+        fprintf(f, "%u,%s,%.3f\n", k, part_name[k], m[k]);
+    if (fclose(f) != 0)
+        die("fclose --csv", 0);
+}
+
 static void free_buf(void *data, size_t size, void *ctx)
 {
     (void)size, (void)ctx;
@@ -215,6 +360,7 @@ int main(int argc, char **argv)
     size_t n = 1000000, ops = 4000000;
     unsigned rounds = 9;
     const char *csv = NULL;
+    int parts = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--entries") == 0 && i + 1 < argc)
             n = strtoull(argv[++i], NULL, 0);
@@ -224,8 +370,11 @@ int main(int argc, char **argv)
             rounds = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
             csv = argv[++i];
+        else if (strcmp(argv[i], "--parts") == 0)
+            parts = 1;
         else {
-            fprintf(stderr, "usage: plainpin [--entries N] [--ops M] [--rounds R] [--csv FILE]\n");
+            fprintf(stderr, "usage: plainpin [--parts] [--entries N] [--ops M] [--rounds R] "
+                            "[--csv FILE]\n");
             return 2;
         }
     }
@@ -265,6 +414,10 @@ int main(int argc, char **argv)
         frefs[i] = ((uint64_t)i << 32) | 1u;
     }
 
+    if (parts) {
+        parts_main(pool, refs, n, ops, rounds, csv, &machine);
+        goto out;
+    }
     enum { V = 6 };
     double t[V][99];
     size_t tasks = ops / TASK_INPUTS;
@@ -305,6 +458,7 @@ int main(int argc, char **argv)
             die("fclose --csv", 0);
     }
 
+out:
     for (size_t i = 0; i < n; i++)
         if ((rc = pp_release(pool, refs[i])) != 0)
             die("pp_release", rc);

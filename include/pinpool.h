@@ -221,14 +221,14 @@ PP_API int pp_release(pp_pool_t *pool, pp_ref_t ref);
 
 #define PP_MAX_PINS    0x7FFFFu     /* pins held at once on one entry */
 
-/* Pins an entry and writes its data pointer to *data (data may be NULL).
- * The pointer stays valid and unmoved until the matching pp_unpin().  Pins
- * nest, and another thread may drop them.  Acquire: sees every write made
- * before the entry's last pp_unpin.  Write to the data only under
- * PP_PIN_WRITE.  A swapped entry is loaded first, on this thread.  Errors:
- * PP_ESTALE, PP_EOVERFLOW, PP_EINVAL, PP_EAGAIN (PP_PIN_NOWAIT), PP_ENOMEM,
- * PP_EIO, PP_ECORRUPT.  Resident entry: lock-free, no system call, no
- * allocation. */
+/* Pins an entry and writes its data pointer to *data (data may be NULL; on
+ * failure *data is untouched).  The pointer stays valid and unmoved until
+ * the matching pp_unpin().  Pins nest, and another thread may drop them.
+ * Acquire: sees every write made before the entry's last pp_unpin.  Write
+ * to the data only under PP_PIN_WRITE.  A swapped entry is loaded first,
+ * on this thread.  Errors: PP_ESTALE, PP_EOVERFLOW, PP_EINVAL, PP_EAGAIN
+ * (PP_PIN_NOWAIT), PP_ENOMEM, PP_EIO, PP_ECORRUPT.  Resident entry:
+ * lock-free, no system call, no allocation. */
 PP_API int pp_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data);
 
 /* Drops one pin.  Release: publishes the caller's writes to the data.  The

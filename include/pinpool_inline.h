@@ -189,10 +189,25 @@ static inline pp__inline_entry_t *pp__inline_find(pp_pool_t *pool, pp_ref_t ref,
     return *t != NULL ? pp__inline_entry(pool, ref) : NULL;
 }
 
+/* The thread's counter which (PP__INLINE_COUNT_PINS, ...) of ref's node.
+ * Node 0's is reached by a branch, not by an index: an address indexed by
+ * the node waits for the ref, and in a loop whose refs miss the cache that
+ * made each pin+unpin cost up to a third more (docs/design.md, "Counters").
+ * The branch is never taken on a one-node machine; another node's refs
+ * pay for it only where the nodes alternate. */
+static inline uint64_t *pp__inline_counter(pp__inline_thread_t *t, pp_ref_t ref, unsigned which)
+{
+    uint64_t *c = &t->count[which];
+    unsigned node = pp_ref_node(ref);
+    if (__builtin_expect(node != 0, 0))
+        c += (size_t)node * PP__INLINE_COUNT_WORDS;
+    return c;
+}
+
 /* The thread's own counter: a relaxed load and store, no read-modify-write. */
 static inline void pp__inline_count(pp__inline_thread_t *t, pp_ref_t ref, unsigned which)
 {
-    uint64_t *c = &t->count[pp_ref_node(ref) * PP__INLINE_COUNT_WORDS + which];
+    uint64_t *c = pp__inline_counter(t, ref, which);
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
@@ -251,11 +266,14 @@ static inline int pp__inline_pin_word(pp__inline_thread_t *t, pp__inline_entry_t
     uint64_t pw = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
     /* A write pin must not write while the swap thread reads the bytes. */
     uint64_t slow = (flags & PP_PIN_WRITE) ? PP__INLINE_EVICTING : 0;
-    if (__builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) ||
-                             (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_RESIDENT |
-                                    PP__INLINE_HOT | slow)) !=
-                                 (PP__INLINE_LIVE | PP__INLINE_RESIDENT) ||
-                             (pw & PP__INLINE_PINS) == PP__INLINE_PINS || PP__INLINE_YIELD_ON(PIN),
+    /* ref's generation, live and resident, neither dead nor HOT (nor
+     * evicting, for a write pin): one test of the bits that differ. */
+    uint64_t want = ((uint64_t)pp_ref_gen(ref) << PP__INLINE_GEN_SHIFT) | PP__INLINE_LIVE |
+                    PP__INLINE_RESIDENT;
+    uint64_t care = (~(uint64_t)0 << PP__INLINE_GEN_SHIFT) | PP__INLINE_LIVE | PP__INLINE_DEAD |
+                    PP__INLINE_RESIDENT | PP__INLINE_HOT | slow;
+    if (__builtin_expect(((pw ^ want) & care) != 0 || ((pw + 1u) & PP__INLINE_PINS) == 0 ||
+                             PP__INLINE_YIELD_ON(PIN),
                          0)) {
         /* A write pin demotes a HOT entry first: the library's. */
         int why = (flags & PP_PIN_WRITE) && (pw & PP__INLINE_HOT)
@@ -303,10 +321,12 @@ static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, 
  * entry of ref's generation, not dead, that holds a pin. */
 static inline int pp__inline_unpin_ok(uint64_t pw, pp_ref_t ref)
 {
-    return __builtin_expect((uint32_t)(pw >> PP__INLINE_GEN_SHIFT) == pp_ref_gen(ref) &&
-                                (pw & (PP__INLINE_LIVE | PP__INLINE_DEAD | PP__INLINE_HOT)) ==
-                                    PP__INLINE_LIVE &&
-                                (pw & PP__INLINE_PINS) != 0 && !PP__INLINE_YIELD_ON(UNPIN),
+    /* ref's generation, live, neither dead nor HOT: one test, as a pin's. */
+    uint64_t want = ((uint64_t)pp_ref_gen(ref) << PP__INLINE_GEN_SHIFT) | PP__INLINE_LIVE;
+    uint64_t care = (~(uint64_t)0 << PP__INLINE_GEN_SHIFT) | PP__INLINE_LIVE | PP__INLINE_DEAD |
+                    PP__INLINE_HOT;
+    return __builtin_expect(((pw ^ want) & care) == 0 && (pw & PP__INLINE_PINS) != 0 &&
+                                !PP__INLINE_YIELD_ON(UNPIN),
                             1);
 }
 
@@ -416,7 +436,7 @@ static inline void pp__inline_count_batch(pp__inline_thread_t *t, const pp_ref_t
 {
     size_t i;
     if (__builtin_expect(nodes == 0 && k != 0, 1)) {
-        uint64_t *c = &t->count[pp_ref_node(refs[0]) * PP__INLINE_COUNT_WORDS + which];
+        uint64_t *c = pp__inline_counter(t, refs[0], which);
         __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + k, __ATOMIC_RELAXED);
         return;
     }
@@ -536,14 +556,26 @@ PP_API int pp_inline_unpin_many_slow(pp_pool_t *pool, const pp_ref_t *refs, size
                                      size_t *done, size_t dropped, int why);
 
 /* pp_pin and pp_unpin: the fast path, else the library's rest (the
- * library's own functions are these too). */
+ * library's own functions are these too).  The data pointer goes through
+ * locals of its own, written to *data on success only (as the library
+ * does): the caller's variable, whose address no call then takes, may stay
+ * in a register, and no store of it comes between the pin's
+ * compare-and-swap and whatever the caller does next (docs/design.md,
+ * "Counters"). */
 static inline int pp__inline_pin_call(pp_pool_t *pool, pp_ref_t ref, unsigned flags,
                                       void **data, const char *file, int line)
 {
-    int why = pp__inline_pin(pool, ref, flags, data);
-    if (__builtin_expect(why == PP__INLINE_DONE, 1))
+    void *d, *slow;
+    int why = pp__inline_pin(pool, ref, flags, &d);
+    if (__builtin_expect(why == PP__INLINE_DONE, 1)) {
+        if (data != NULL)
+            *data = d;
         return 0;
-    return pp_inline_pin_slow(pool, ref, flags, data, file, line, why);
+    }
+    int rc = pp_inline_pin_slow(pool, ref, flags, data != NULL ? &slow : NULL, file, line, why);
+    if (rc == 0 && data != NULL)
+        *data = slow;
+    return rc;
 }
 
 static inline int pp__inline_unpin_call(pp_pool_t *pool, pp_ref_t ref)

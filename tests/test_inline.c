@@ -431,6 +431,42 @@ Test(inline, batch_counts_each_ref_on_its_node, .timeout = 30)
     ct_delete(ct);
 }
 
+/* Single pins and unpins, inlined and the library's, each counted on its
+ * ref's node: node 0's counter by the fast path's branch, the others' by
+ * its index (pp__inline_counter). */
+Test(inline, pins_count_each_ref_on_its_node, .timeout = 30)
+{
+    pp_pool_t *pool = test_pool_synth4();
+    ct_t *ct = ct_new(4);
+    pp_ref_t r[4];
+    for (size_t i = 0; i < 4; i++)
+        r[i] = ct_put(pool, ct, i, 64, PP_ON_NODE((unsigned)(3 - i)));   /* nodes 3, 2, 1, 0 */
+    uint64_t pins[4] = { 0 }, unpins[4] = { 0 };
+    for (size_t i = 0; i < 4; i++) {
+        void *p = NULL;
+        for (size_t k = 0; k <= i; k++) {   /* ref i: i + 1 pins */
+            assert_rc(pp_pin(pool, r[i], 0, &p), 0);
+            cr_assert(ct_check(p, i, 64), "data of ref %zu", i);
+        }
+        pins[3 - i] += i + 1;
+        assert_node_counts(pool, pins, unpins, 4);
+        assert_rc(pp_unpin(pool, r[i]), 0);
+        assert_rc((pp_unpin)(pool, r[i]), i == 0 ? PP_ENOTPINNED : 0);   /* the library's */
+        unpins[3 - i] += i == 0 ? 1 : 2;
+        assert_node_counts(pool, pins, unpins, 4);
+    }
+    for (size_t i = 1; i < 4; i++)
+        for (size_t k = 2; k <= i; k++) {
+            assert_rc(pp_unpin(pool, r[i]), 0);
+            unpins[3 - i]++;
+        }
+    assert_node_counts(pool, pins, unpins, 4);
+    cr_assert_eq(unpins[0] + unpins[1] + unpins[2] + unpins[3], 10);
+    release_each(pool, r, 4);
+    test_destroy(pool);
+    ct_delete(ct);
+}
+
 /* A batch that fails after the fast path pinned some of it: the library
  * drops those pins uncounted, and the call leaves no trace. */
 static unsigned undo_points;

@@ -70,9 +70,10 @@ Test(pin, pin_overflow, .timeout = 60)
                            pp_err_name(rc));
     }
     cr_assert_eq(pins_of(pool, r), PP_MAX_PINS);
-    void *p = NULL;
+    void *p = &p;
     assert_rc(pp_pin(pool, r, 0, &p), PP_EOVERFLOW);
     assert_rc(pp_pin(pool, r, PP_PIN_WRITE, &p), PP_EOVERFLOW);
+    cr_assert_eq(p, &p, "a failed pin leaves *data untouched");
     assert_rc(pp_pin_many(pool, &r, 1, 0, NULL), PP_EOVERFLOW);
     pp_entry_info_t info = test_stat(pool, r);
     cr_assert_eq(info.pins, PP_MAX_PINS);
@@ -111,8 +112,9 @@ Test(pin, pin_keeps_dead_entry_alive, .timeout = 30)
     assert_rc(pp_pin(pool, r, 0, NULL), 0);
     assert_rc(pp_release(pool, r), 0); /* last owner: dead, but pinned */
 
-    void *q = NULL;
+    void *q = &q;
     assert_rc(pp_pin(pool, r, 0, &q), PP_ESTALE);
+    cr_assert_eq(q, &q, "a failed pin leaves *data untouched");
     assert_rc(pp_pin_many(pool, &r, 1, 0, NULL), PP_ESTALE);
     cr_assert_eq(pins_of(pool, r), 2);
 
@@ -529,9 +531,10 @@ Test(pin, unknown_pin_flags, .timeout = 30)
     static const unsigned bad[] = {0x4u, 0x8u, 0x100u, 0x80000000u,
                                    PP_PIN_WRITE | 0x10u, ~0u};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        void *p = NULL;
+        void *p = &p;
         cr_assert_eq(pp_pin(pool, r, bad[i], &p), PP_EINVAL, "flags 0x%x",
                      bad[i]);
+        cr_assert_eq(p, &p, "flags 0x%x: *data untouched", bad[i]);
     }
     pp_entry_info_t info = test_stat(pool, r);
     cr_assert_eq(info.pins, 0);

@@ -191,7 +191,7 @@ static inline __attribute__((always_inline)) double parts_loop(pp_pool_t *pool,
         if (step >= 2 && (t = pp__inline_ready(pool)) == NULL)
             die("parts: the thread's registration", 0);
         if (step >= 1) {
-            if ((e = pp__inline_entry(pool, ref)) == NULL)
+            if (!pp__inline_entry(pool, ref, &e))
                 die("parts: slot not committed", 0);
         } else {
             e = (pp__inline_entry_t *)pp__inline_entry_addr(f, ref);
@@ -204,7 +204,7 @@ static inline __attribute__((always_inline)) double parts_loop(pp_pool_t *pool,
             if (step >= 5)
                 pp__inline_count(t, ref, PP__INLINE_COUNT_PINS);
             sink += (uintptr_t)data;
-            if (step >= 4 && (e = pp__inline_find(pool, ref, &t)) == NULL)
+            if (step >= 4 && !pp__inline_find(pool, ref, &t, &e))
                 die("parts: second lookup", 0);
             w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
             if (!pp__inline_unpin_ok(w, ref) || !pp__inline_unpin_cas(e, w))

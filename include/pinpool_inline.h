@@ -48,7 +48,7 @@ extern "C" {
 
 /* The fast-path layout's version: changes with any change of the layout
  * below (the words read and their meaning). */
-#define PP_INLINE_ABI 2u
+#define PP_INLINE_ABI 3u
 
 /* The pins word of an entry: generation above bit 32, flags, pin count in
  * bits 0..18 (the library's src/core/entry.h draws it). */
@@ -78,16 +78,14 @@ typedef struct pp__inline_entry {
     void *data;
 } pp__inline_entry_t;
 
-/* The start of every pool. */
+/* The start of every pool.  Node n's bound and base are each an element
+ * of an array, so that the node's index scales into one load of each. */
 typedef struct pp__inline_pool {
     uint64_t serial;             /* the pool's instance, never reused */
     uint32_t abi;                /* the library's PP_INLINE_ABI */
     uint32_t full;               /* nonzero: every call goes to the library */
-    struct {
-        char *base;              /* the node's table: slot s's entry at base + 16 s */
-        uint32_t lim;            /* slots below this are committed; atomic */
-        uint32_t unused;
-    } node[PP_MAX_NODES];
+    uint32_t lim[PP_MAX_NODES];  /* node n's slots below lim[n] are committed; atomic */
+    char *base[PP_MAX_NODES];    /* node n's table: slot s's entry at base[n] + 16 s */
 } pp__inline_pool_t;
 
 /* A thread's HOT cache: the last HOT entry it pinned or unpinned through
@@ -161,32 +159,33 @@ static inline pp__inline_thread_t *pp__inline_ready(pp_pool_t *pool)
 static inline uintptr_t pp__inline_entry_addr(const pp__inline_pool_t *f, pp_ref_t ref)
 {
     /* pp_ref_node: < PP_MAX_NODES, 6 bits. */
-    return (uintptr_t)f->node[pp_ref_node(ref)].base +
+    return (uintptr_t)f->base[pp_ref_node(ref)] +
            (uintptr_t)pp_ref_slot(ref) * sizeof(pp__inline_entry_t);
 }
 
-/* The entry ref names in pool, if its slot is committed; NULL: the full
- * way. */
-static inline pp__inline_entry_t *pp__inline_entry(pp_pool_t *pool, pp_ref_t ref)
+/* Whether ref's slot in pool is committed, and in *e where its record is
+ * (to read only if it is).  A flag, not a NULL entry, so that the caller
+ * branches on the bound's test alone. */
+static inline int pp__inline_entry(pp_pool_t *pool, pp_ref_t ref, pp__inline_entry_t **e)
 {
     const pp__inline_pool_t *f = (const pp__inline_pool_t *)(const void *)pool;
+    *e = (pp__inline_entry_t *)pp__inline_entry_addr(f, ref);
     /* acquire: pairs with the release that publishes a segment's commit,
      * so the zeroed segment is seen before any word in it. */
-    if (__builtin_expect(pp_ref_slot(ref) >=
-                             __atomic_load_n(&f->node[pp_ref_node(ref)].lim, __ATOMIC_ACQUIRE),
-                         0))
-        return NULL;
-    return (pp__inline_entry_t *)pp__inline_entry_addr(f, ref);
+    return __builtin_expect(pp_ref_slot(ref) <
+                                __atomic_load_n(&f->lim[pp_ref_node(ref)], __ATOMIC_ACQUIRE),
+                            1);
 }
 
-/* The entry ref names, if the slot is committed, and the thread's
- * registration with pool, if the fast paths may run; NULL entry: the full
- * way. */
-static inline pp__inline_entry_t *pp__inline_find(pp_pool_t *pool, pp_ref_t ref,
-                                                  pp__inline_thread_t **t)
+/* Whether the fast paths may run for ref: in *t the thread's registration
+ * with pool (NULL: it may not), and in *e the entry ref names (read it only
+ * if the call returned true). */
+static inline int pp__inline_find(pp_pool_t *pool, pp_ref_t ref, pp__inline_thread_t **t,
+                                  pp__inline_entry_t **e)
 {
+    *e = NULL;
     *t = pp__inline_ready(pool);
-    return *t != NULL ? pp__inline_entry(pool, ref) : NULL;
+    return *t != NULL && pp__inline_entry(pool, ref, e);
 }
 
 /* The thread's counter which (PP__INLINE_COUNT_PINS, ...) of ref's node.
@@ -311,8 +310,8 @@ static inline int pp__inline_pin_at(pp__inline_entry_t *e, pp__inline_thread_t *
 static inline int pp__inline_pin(pp_pool_t *pool, pp_ref_t ref, unsigned flags, void **data)
 {
     pp__inline_thread_t *t;
-    pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
-    if (__builtin_expect(e == NULL, 0))
+    pp__inline_entry_t *e;
+    if (__builtin_expect(!pp__inline_find(pool, ref, &t, &e), 0))
         return PP__INLINE_MISS;
     return pp__inline_pin_at(e, t, ref, flags, data);
 }
@@ -381,8 +380,8 @@ static inline int pp__inline_unpin_at(pp__inline_entry_t *e, pp__inline_thread_t
 static inline int pp__inline_unpin(pp_pool_t *pool, pp_ref_t ref)
 {
     pp__inline_thread_t *t;
-    pp__inline_entry_t *e = pp__inline_find(pool, ref, &t);
-    if (__builtin_expect(e == NULL, 0))
+    pp__inline_entry_t *e;
+    if (__builtin_expect(!pp__inline_find(pool, ref, &t, &e), 0))
         return PP__INLINE_MISS;
     return pp__inline_unpin_at(e, t, ref);
 }
@@ -420,8 +419,7 @@ static inline pp__inline_thread_t *pp__inline_batch_find(pp_pool_t *pool, const 
         return NULL;
     PP__INLINE_UNROLL
     for (i = 0; i < n; i++) {
-        e[i] = pp__inline_entry(pool, refs[i]);
-        if (__builtin_expect(e[i] == NULL, 0))
+        if (__builtin_expect(!pp__inline_entry(pool, refs[i], &e[i]), 0))
             return NULL;
         differ |= refs[i] ^ refs[0];
     }

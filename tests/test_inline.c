@@ -313,7 +313,8 @@ Test(inline, pool_of_another_layout_is_served_by_the_library, .timeout = 30)
     uint32_t abi = f->abi;
     f->abi = PP_INLINE_ABI + 1;        /* as another version would have it */
     pp__inline_thread_t *t;
-    cr_assert_null(pp__inline_find(pool, r, &t), "the fast path must not read it");
+    pp__inline_entry_t *e;
+    cr_assert(!pp__inline_find(pool, r, &t, &e), "the fast path must not read it");
     void *p = NULL;
     assert_rc(pp_pin(pool, r, 0, &p), 0);
     cr_assert_eq(p, buf);
@@ -321,7 +322,8 @@ Test(inline, pool_of_another_layout_is_served_by_the_library, .timeout = 30)
     assert_rc(pp_unpin(pool, r), 0);
     assert_rc(pp_unpin(pool, r), PP_ENOTPINNED);
     f->abi = abi;
-    cr_assert_not_null(pp__inline_find(pool, r, &t));
+    cr_assert(pp__inline_find(pool, r, &t, &e));
+    cr_assert_eq((void *)e, (void *)(f->base[pp_ref_node(r)] + 16 * (size_t)pp_ref_slot(r)));
     test_destroy(pool);
     ct_delete(ct);
 }

@@ -218,8 +218,8 @@ static inline bool fast_begin(pp_pool_t *pool, pp_ref_t ref, pp__entry_t **e,
                               pp__thread_t **t)
 {
     pp__inline_thread_t *ft;
-    pp__inline_entry_t *fe = pp__inline_find(pool, ref, &ft);
-    if (PP__UNLIKELY(fe == NULL))
+    pp__inline_entry_t *fe;
+    if (PP__UNLIKELY(!pp__inline_find(pool, ref, &ft, &fe)))
         return false;
     *e = (pp__entry_t *)(void *)fe;
     *t = (pp__thread_t *)ft->thread;

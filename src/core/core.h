@@ -113,10 +113,10 @@ static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
      * so the zeroed segment is seen before any state word in it.  The
      * address does not wait for this load: it is the table's base plus
      * the slot times 16. */
-    if (PP__UNLIKELY(slot >= pp__atomic_plain_load_acquire(&pool->fast.node[n].lim) ||
+    if (PP__UNLIKELY(slot >= pp__atomic_plain_load_acquire(&pool->fast.lim[n]) ||
                      pp_ref_gen(ref) == 0))
         return NULL;
-    return (pp__entry_t *)(void *)pool->fast.node[n].base + slot;
+    return (pp__entry_t *)(void *)pool->fast.base[n] + slot;
 }
 /* The hot records of segment s of node n, PP__SEG_SLOTS of them, if the
  * segment is committed; NULL if not (yet).  For the walks over a table:
@@ -124,9 +124,9 @@ static inline pp__entry_t *pp__lookup(pp_pool_t *pool, pp_ref_t ref)
 static inline pp__entry_t *pp__table_segment(pp_pool_t *pool, unsigned n, uint32_t s)
 {
     /* acquire: as in pp__lookup (the commit's one release). */
-    if (s >= pp__atomic_plain_load_acquire(&pool->fast.node[n].lim) >> PP__SEG_SHIFT)
+    if (s >= pp__atomic_plain_load_acquire(&pool->fast.lim[n]) >> PP__SEG_SHIFT)
         return NULL;
-    return (pp__entry_t *)(void *)pool->fast.node[n].base + ((size_t)s << PP__SEG_SHIFT);
+    return (pp__entry_t *)(void *)pool->fast.base[n] + ((size_t)s << PP__SEG_SHIFT);
 }
 pp__entry_t *pp__table_slot_alloc(pp_pool_t *pool, unsigned n, pp__thread_t *t);
 void pp__table_slot_free(pp_pool_t *pool, unsigned n, pp__entry_t *e);

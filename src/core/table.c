@@ -9,7 +9,7 @@
  * of four segments at once (2 MiB, one huge page), on the node's memory,
  * huge pages advised from the fifth segment on.  Segments are committed in
  * order, under the node's seg_lock, and never moved or uncommitted while
- * the pool lives; the count of committed slots (pool->fast.node[n].lim)
+ * the pool lives; the count of committed slots (pool->fast.lim[n])
  * is published after each.  So the table grows without stopping or even
  * slowing readers: a lookup is the base plus the slot times 16, beside
  * one bounds check (pp__lookup), and a lookup with any ref, stale or
@@ -48,8 +48,8 @@ int pp__table_init(pp_pool_t *pool, pp__node_t *node)
         node->table = NULL;
         return PP_ENOMEM;
     }
-    pool->fast.node[node->index].base = node->table;
-    pp__atomic_plain_store_relaxed(&pool->fast.node[node->index].lim, 0);
+    pool->fast.base[node->index] = node->table;
+    pp__atomic_plain_store_relaxed(&pool->fast.lim[node->index], 0);
     pp__atomic_store_relaxed(&node->mem_bound, 1);   /* until a commit is not */
     ck_stack_init(&node->free_slots);
     pp__atomic_store_relaxed(&node->put.next_slot, 0);
@@ -60,8 +60,8 @@ void pp__table_free(pp_pool_t *pool, pp__node_t *node)
 {
     if (node->table == NULL)
         return;
-    pp__atomic_plain_store_relaxed(&pool->fast.node[node->index].lim, 0);
-    pool->fast.node[node->index].base = NULL;
+    pp__atomic_plain_store_relaxed(&pool->fast.lim[node->index], 0);
+    pool->fast.base[node->index] = NULL;
     pp__topology_table_release(node->table);
     node->table = NULL;
     pthread_mutex_destroy(&node->seg_lock);
@@ -126,18 +126,18 @@ static pp__entry_t *segment_get(pp_pool_t *pool, pp__node_t *node, uint32_t s)
     /* A slot handed out must be one that lookups find, whoever committed
      * its segment: the test is theirs.  acquire: pairs with the release of
      * lim below (the segment's records, zeroed, and its advice). */
-    if (s < pp__atomic_plain_load_acquire(&pool->fast.node[node->index].lim) >> PP__SEG_SHIFT)
+    if (s < pp__atomic_plain_load_acquire(&pool->fast.lim[node->index]) >> PP__SEG_SHIFT)
         return seg;
     PP__TEST_POINT(SEG_LOCK, node);
     pthread_mutex_lock(&node->seg_lock);
-    uint32_t k = pool->fast.node[node->index].lim >> PP__SEG_SHIFT;   /* under seg_lock */
+    uint32_t k = pool->fast.lim[node->index] >> PP__SEG_SHIFT;   /* under seg_lock */
     for (; k <= s; k++) {
         if (!advseg_get(node, k) || !segment_commit(pool, node, k))
             break;
         PP__TEST_POINT(SEG_PUBLISH, node);
         /* release: publishes the committed segment (and its advice) to
          * lookups, to the puts above and to the walks (pp__table_segment). */
-        pp__atomic_plain_store_release(&pool->fast.node[node->index].lim, (k + 1) << PP__SEG_SHIFT);
+        pp__atomic_plain_store_release(&pool->fast.lim[node->index], (k + 1) << PP__SEG_SHIFT);
     }
     pthread_mutex_unlock(&node->seg_lock);
     return k > s ? seg : NULL;

@@ -295,11 +295,11 @@ struct pp_pool {
     /* What every pin and unpin reads, first (pinpool_inline.h): the pool's
      * serial (unique per pool instance), the layout's version, whether
      * every pin goes the full way (track), and node n's table (table.c):
-     * its reserved range and how many of its slots are committed.  A lookup
-     * computes the entry's address from the base and the slot alone and
-     * checks the slot against lim beside it: no load on the way to the
-     * entry.  Nodes past nnodes have lim 0.  fast.full is the pool's
-     * PP_TRACK_PINS: tracked pins go the full way. */
+     * how many of its slots are committed (lim[n]) and its reserved range
+     * (base[n]).  A lookup computes the entry's address from the base and
+     * the slot alone and checks the slot against lim[n]: no load on the
+     * way to the entry but the base's.  Nodes past nnodes have lim 0.
+     * fast.full is the pool's PP_TRACK_PINS: tracked pins go the full way. */
     pp__inline_pool_t fast;
     unsigned nnodes;
     pp__node_t *nodes[PP_MAX_NODES];

@@ -190,8 +190,9 @@ static inline int pp__inline_find(pp_pool_t *pool, pp_ref_t ref, pp__inline_thre
 
 /* The thread's counter which (PP__INLINE_COUNT_PINS, ...) of ref's node.
  * Node 0's is reached by a branch, not by an index: an address indexed by
- * the node waits for the ref, and in a loop whose refs miss the cache that
- * made each pin+unpin cost up to a third more (docs/design.md, "Counters").
+ * the ref's node made the counts cost up to 23 ns per pin+unpin in a loop
+ * whose refs miss the cache, a few ns through the branch (docs/design.md,
+ * "Counters").
  * The branch is never taken on a one-node machine; another node's refs
  * pay for it only where the nodes alternate. */
 static inline uint64_t *pp__inline_counter(pp__inline_thread_t *t, pp_ref_t ref, unsigned which)

@@ -125,6 +125,30 @@ static double pairs_array(slot_t *a, size_t n, size_t ops)
 
 #define FLOOR_LIVE ((uint64_t)1 << 20)
 
+/* cas-floor's pin and unpin (bench/pinbench_floor.c) of the word *w of a
+ * record of generation gen: a generation-checked CAS each way, acquire on
+ * the pin and acq_rel on the unpin, as the pool's.  FLOOR_LIVE is the
+ * pool's LIVE bit too, so the same calls run on the pool's records. */
+static inline void floor_pin(uint64_t *w, uint32_t gen, const char *stale)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    do {
+        if ((uint32_t)(v >> 32) != gen || !(v & FLOOR_LIVE))
+            die(stale, 0);
+    } while (!__atomic_compare_exchange_n(w, &v, v + 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+}
+
+static inline void floor_unpin(uint64_t *w, uint32_t gen, const char *stale)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    do {
+        if ((uint32_t)(v >> 32) != gen || !(v & FLOOR_LIVE))
+            die(stale, 0);
+    } while (!__atomic_compare_exchange_n(w, &v, v - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+}
+_Static_assert(FLOOR_LIVE == PP__INLINE_LIVE && PP__INLINE_GEN_SHIFT == 32,
+               "the floor's word is drawn as the pool's");
+
 /* cas-floor's pin and unpin (bench/pinbench_floor.c), on refs of its own:
  * slot << 32 | generation 1. */
 static double pairs_floor(slot_t *rec, const uint64_t *frefs, size_t n, size_t ops)
@@ -137,19 +161,9 @@ static double pairs_floor(slot_t *rec, const uint64_t *frefs, size_t n, size_t o
         if (i >= n)
             die("floor: ref out of range", 0);
         slot_t *s = &rec[i];
-        uint64_t w = __atomic_load_n(&s->count, __ATOMIC_RELAXED);
-        do {
-            if ((uint32_t)(w >> 32) != (uint32_t)ref || !(w & FLOOR_LIVE))
-                die("floor: stale", 0);
-        } while (!__atomic_compare_exchange_n(&s->count, &w, w + 1, 1, __ATOMIC_ACQUIRE,
-                                              __ATOMIC_RELAXED));
+        floor_pin(&s->count, (uint32_t)ref, "floor: stale");
         sink += (uintptr_t)s->data;
-        w = __atomic_load_n(&s->count, __ATOMIC_RELAXED);
-        do {
-            if ((uint32_t)(w >> 32) != (uint32_t)ref || !(w & FLOOR_LIVE))
-                die("floor: stale", 0);
-        } while (!__atomic_compare_exchange_n(&s->count, &w, w - 1, 1, __ATOMIC_ACQ_REL,
-                                              __ATOMIC_RELAXED));
+        floor_unpin(&s->count, (uint32_t)ref, "floor: stale");
     }
     g_sink += sink;
     return (double)(now_ns() - t0) / (double)ops;
@@ -196,7 +210,6 @@ static inline __attribute__((always_inline)) double parts_loop(pp_pool_t *pool,
         } else {
             e = (pp__inline_entry_t *)pp__inline_entry_addr(f, ref);
         }
-        uint64_t w;
         if (step >= 3) {
             void *data;
             if (pp__inline_pin_word(t, e, ref, 0, &data) != PP__INLINE_DONE)
@@ -206,7 +219,7 @@ static inline __attribute__((always_inline)) double parts_loop(pp_pool_t *pool,
             sink += (uintptr_t)data;
             if (step >= 4 && !pp__inline_find(pool, ref, &t, &e))
                 die("parts: second lookup", 0);
-            w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
+            uint64_t w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
             if (!pp__inline_unpin_ok(w, ref) || !pp__inline_unpin_cas(e, w))
                 die("parts: unpin", 0);
             if (step >= 5)
@@ -214,19 +227,9 @@ static inline __attribute__((always_inline)) double parts_loop(pp_pool_t *pool,
             continue;
         }
         /* cas-floor's pin and unpin (pairs_floor), on the pool's word. */
-        w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
-        do {
-            if ((uint32_t)(w >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) || !(w & PP__INLINE_LIVE))
-                die("parts: stale", 0);
-        } while (!__atomic_compare_exchange_n(&e->pw, &w, w + 1, 1, __ATOMIC_ACQUIRE,
-                                              __ATOMIC_RELAXED));
+        floor_pin(&e->pw, pp_ref_gen(ref), "parts: stale");
         sink += (uintptr_t)e->data;
-        w = __atomic_load_n(&e->pw, __ATOMIC_RELAXED);
-        do {
-            if ((uint32_t)(w >> PP__INLINE_GEN_SHIFT) != pp_ref_gen(ref) || !(w & PP__INLINE_LIVE))
-                die("parts: stale", 0);
-        } while (!__atomic_compare_exchange_n(&e->pw, &w, w - 1, 1, __ATOMIC_ACQ_REL,
-                                              __ATOMIC_RELAXED));
+        floor_unpin(&e->pw, pp_ref_gen(ref), "parts: stale");
     }
     g_sink += sink;
     return (double)(now_ns() - t0) / (double)ops;

@@ -183,7 +183,7 @@ static inline int pp__inline_entry(pp_pool_t *pool, pp_ref_t ref, pp__inline_ent
 static inline int pp__inline_find(pp_pool_t *pool, pp_ref_t ref, pp__inline_thread_t **t,
                                   pp__inline_entry_t **e)
 {
-    *e = NULL;
+    *e = NULL;   /* never read then; GCC cannot tell (no code: the store is dead) */
     *t = pp__inline_ready(pool);
     return *t != NULL && pp__inline_entry(pool, ref, e);
 }
